@@ -1,0 +1,317 @@
+//! The CPU backend's completion: one handle on a work item's [`Core`].
+
+use std::cell::{Cell, RefCell};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use eredu_core::{
+    BoundedCompletion, BoundedCompletionOutcome, BoundedCompletionWait, Completion,
+    CompletionCancellationMode,
+};
+
+use crate::core::{CancelRequest, Core, Observation, Phase};
+use crate::defect::Defect;
+use crate::device::CpuDevice;
+use crate::error::CpuError;
+use crate::executor::LazyLaunch;
+use crate::group::GroupMember;
+
+/// Exact completion of one CPU submission.
+///
+/// It owns (through its shared core) every resource the work retains until
+/// the work is terminal; dropping it never releases live resources (RET-4).
+/// [`CpuCompletion::observer`] gives a second handle on the same state, so a
+/// conformance kit can look after `wait_bounded` consumed the completion.
+pub struct CpuCompletion {
+    core: Arc<Core>,
+    device: CpuDevice,
+    operation: &'static str,
+    lazy: RefCell<Option<LazyLaunch>>,
+    fenced_group: Option<Arc<GroupMember>>,
+    reported_true: Cell<bool>,
+    reported_error: Cell<bool>,
+    stale_query_served: Cell<bool>,
+}
+
+impl std::fmt::Debug for CpuCompletion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CpuCompletion")
+            .field("operation", &self.operation)
+            .field("state", &self.core.observe())
+            .finish_non_exhaustive()
+    }
+}
+
+/// A second, read-only handle on a completion's state (the *observer*).
+///
+/// It retains nothing: once the work is terminal every retained resource is
+/// released whether or not observers exist.
+#[derive(Clone)]
+pub struct CompletionObserver {
+    core: Arc<Core>,
+}
+
+impl std::fmt::Debug for CompletionObserver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("CompletionObserver")
+            .field(&self.core.observe())
+            .finish()
+    }
+}
+
+impl CompletionObserver {
+    /// Current state.
+    pub fn observe(&self) -> Observation {
+        self.core.observe()
+    }
+
+    /// Whether native work has stopped for good (completed, failed or torn down).
+    pub fn is_terminal(&self) -> bool {
+        self.core.observe().phase.is_terminal()
+    }
+
+    /// Blocks until the work is terminal or `timeout` passed; returns whether it is terminal.
+    pub fn wait_terminal(&self, timeout: Duration) -> bool {
+        let deadline = Instant::now().checked_add(timeout);
+        self.core
+            .wait_for(deadline, |seen| seen.phase.is_terminal())
+            .phase
+            .is_terminal()
+    }
+}
+
+impl CpuCompletion {
+    pub(crate) fn new(core: Arc<Core>, device: CpuDevice, operation: &'static str) -> Self {
+        Self {
+            core,
+            device,
+            operation,
+            lazy: RefCell::new(None),
+            fenced_group: None,
+            reported_true: Cell::new(false),
+            reported_error: Cell::new(false),
+            stale_query_served: Cell::new(false),
+        }
+    }
+
+    pub(crate) fn with_lazy_launch(self, launch: LazyLaunch) -> Self {
+        *self.lazy.borrow_mut() = Some(launch);
+        self
+    }
+
+    pub(crate) fn with_fenced_group(mut self, group: Option<Arc<GroupMember>>) -> Self {
+        self.fenced_group = group;
+        self
+    }
+
+    pub(crate) fn core(&self) -> &Arc<Core> {
+        &self.core
+    }
+
+    /// A second handle on this completion's state.
+    pub fn observer(&self) -> CompletionObserver {
+        CompletionObserver {
+            core: Arc::clone(&self.core),
+        }
+    }
+
+    /// Name of the operation that produced this completion.
+    pub fn operation(&self) -> &'static str {
+        self.operation
+    }
+
+    fn has(&self, defect: Defect) -> bool {
+        self.device.has(defect)
+    }
+
+    fn launch(&self) {
+        if let Some(launch) = self.lazy.borrow_mut().take() {
+            launch.launch();
+        }
+    }
+
+    /// Applies the non-sticky-error defect to an error report.
+    fn report_error(&self, error: CpuError) -> Result<(), CpuError> {
+        if self.has(Defect::NonStickyError) && self.reported_error.replace(true) {
+            return Ok(());
+        }
+        Err(error)
+    }
+
+    /// NativeCancel: request cancellation and wait for native teardown.
+    fn cancel_and_tear_down(&self) -> Observation {
+        match self.core.request_cancel(self.operation) {
+            CancelRequest::TornDown(retained) => self.device.torn_down(retained),
+            CancelRequest::Requested if !self.has(Defect::NativeCancelNoTeardown) => {
+                self.core.wait_for(None, |seen| seen.phase.is_terminal());
+            }
+            CancelRequest::Requested | CancelRequest::AlreadyTerminal => {}
+        }
+        self.core.observe()
+    }
+
+    /// Puts live work in the selected disposition.
+    fn dispose(&self, mode: CompletionCancellationMode) -> Observation {
+        if let Some(group) = &self.fenced_group {
+            group.fence("a local-dependency deadline");
+        }
+        match mode {
+            CompletionCancellationMode::NativeCancel => self.cancel_and_tear_down(),
+            CompletionCancellationMode::QuarantineUntilComplete => {
+                if self.has(Defect::QuarantineDropsLive) {
+                    drop(self.core.take_retained());
+                }
+                self.device.quarantine(Arc::clone(&self.core));
+                self.core.observe()
+            }
+        }
+    }
+}
+
+impl Completion for CpuCompletion {
+    type Error = CpuError;
+
+    fn is_complete(&self) -> Result<bool, CpuError> {
+        self.launch();
+        if self.has(Defect::BlockingIsComplete) {
+            let deadline = Instant::now().checked_add(Duration::from_secs(2));
+            self.core
+                .wait_for(deadline, |seen| seen.phase.is_terminal() || seen.error.is_some());
+        }
+        let seen = self.core.observe();
+        if let Some(error) = seen.error {
+            return self.report_error(error).map(|()| true);
+        }
+        let complete = match seen.phase {
+            Phase::Completed => true,
+            Phase::Running => self.has(Defect::EarlyCompletion),
+            _ => false,
+        };
+        if complete && self.has(Defect::StaleCompletionQuery) && !self.stale_query_served.replace(true)
+        {
+            return Ok(false);
+        }
+        if complete && self.has(Defect::NonMonotonicCompletion) && self.reported_true.replace(true) {
+            self.reported_true.set(false);
+            return Ok(false);
+        }
+        Ok(complete)
+    }
+
+    fn wait(&self) -> Result<(), CpuError> {
+        self.launch();
+        if self.has(Defect::WaitForDevice) {
+            while self.device.ledger().pending_work > 0 {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
+        let seen = self
+            .core
+            .wait_for(None, |seen| seen.phase.is_terminal() || seen.error.is_some());
+        match seen.error {
+            Some(error) => self.report_error(error),
+            None => Ok(()),
+        }
+    }
+
+    fn resources_releasable(&self) -> bool {
+        if self.has(Defect::ReleasableNeverTrue) {
+            return false;
+        }
+        if self.has(Defect::ReleasableRunsDestructors) {
+            self.device.drain_kept();
+        }
+        match self.core.try_observe() {
+            None => false,
+            Some(seen) => {
+                seen.phase.is_terminal()
+                    || (self.has(Defect::ReleasableEarly)
+                        && (seen.error.is_some() || seen.cancel_requested))
+            }
+        }
+    }
+}
+
+impl BoundedCompletion for CpuCompletion {
+    fn supports_cancellation(_: CompletionCancellationMode) -> bool {
+        true
+    }
+
+    fn wait_bounded(
+        self,
+        policy: BoundedCompletionWait,
+    ) -> Result<BoundedCompletionOutcome, CpuError> {
+        self.launch();
+        let mode = policy.cancellation();
+        let timeout = if self.has(Defect::EarlyDeadline) {
+            (policy.timeout() / 4).max(Duration::from_nanos(1))
+        } else {
+            policy.timeout()
+        };
+        let deadline = if self.has(Defect::DeadlineOverflow) {
+            #[allow(clippy::unchecked_time_subtraction, reason = "the CAN-8 defect")]
+            Some(Instant::now() + timeout)
+        } else {
+            // `None`: the deadline is beyond what `Instant` can represent.
+            Instant::now().checked_add(timeout)
+        };
+        let seen = self
+            .core
+            .wait_for(deadline, |seen| seen.phase.is_terminal() || seen.error.is_some());
+        if let Some(error) = seen.error {
+            if seen.phase.is_terminal() {
+                if self.has(Defect::FailedIsCompleted) {
+                    return Ok(BoundedCompletionOutcome::Completed);
+                }
+                return Err(error);
+            }
+            // Live work with an error: never return by merely dropping it (CAN-7).
+            if self.has(Defect::ErrorDropsLive) {
+                drop(self.core.take_retained());
+                return Err(error);
+            }
+            self.dispose(mode);
+            return Err(error);
+        }
+        if seen.phase == Phase::Completed {
+            return Ok(BoundedCompletionOutcome::Completed);
+        }
+        if self.has(Defect::CompletedAtDeadline) {
+            return Ok(BoundedCompletionOutcome::Completed);
+        }
+        let after = self.dispose(mode);
+        if after.phase == Phase::Completed && after.error.is_none() {
+            // The work finished during teardown: it completed exactly.
+            return Ok(BoundedCompletionOutcome::Completed);
+        }
+        if mode == CompletionCancellationMode::NativeCancel && self.has(Defect::NativeCancelErrors)
+        {
+            return Err(CpuError::Cancelled {
+                operation: self.operation,
+            });
+        }
+        let reported = if self.has(Defect::WrongCancellationMode) {
+            match mode {
+                CompletionCancellationMode::NativeCancel => {
+                    CompletionCancellationMode::QuarantineUntilComplete
+                }
+                CompletionCancellationMode::QuarantineUntilComplete => {
+                    CompletionCancellationMode::NativeCancel
+                }
+            }
+        } else {
+            mode
+        };
+        Ok(BoundedCompletionOutcome::DeadlineExceeded {
+            cancellation: reported,
+        })
+    }
+}
+
+impl Drop for CpuCompletion {
+    fn drop(&mut self) {
+        if self.has(Defect::DropReleasesPending) && !self.core.observe().phase.is_terminal() {
+            drop(self.core.take_retained());
+        }
+    }
+}

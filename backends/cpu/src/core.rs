@@ -1,0 +1,263 @@
+//! The completion state machine shared by every kind of work item.
+//!
+//! ```text
+//!            start            finish(Ok)
+//!  Queued ─────────▶ Running ───────────▶ Completed
+//!    │                 │  │   finish(Err)
+//!    │ cancel          │  └─────────────▶ Failed
+//!    ▼                 │ cancel requested, work observes it
+//!  Cancelled ◀─────────┘
+//! ```
+//!
+//! Resources retained by a completion live in [`Core`] until the state is
+//! terminal, and are handed back to the caller of the transition so that they
+//! are dropped outside the lock (RET-4, RET-6, EXC-8). An error may be
+//! *published* while work is still running (an asynchronous fault): it is
+//! sticky from then on (EXC-6) but is not release (EXC-7).
+//!
+//! Built on [`crate::sync`], so the loom suite can explore its interleavings.
+
+use std::any::Any;
+use std::time::Instant;
+
+use crate::error::CpuError;
+use crate::sync::{lock, Condvar, Mutex};
+
+/// A value kept alive until the work reaches a terminal state.
+pub(crate) type Retained = Box<dyn Any + Send>;
+
+/// Where a work item is in its lifecycle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// Submitted, not started.
+    Queued,
+    /// Started on its executor; native work may touch retained resources.
+    Running,
+    /// Finished successfully.
+    Completed,
+    /// Finished with an error.
+    Failed,
+    /// Torn down by a `NativeCancel` deadline.
+    Cancelled,
+}
+
+impl Phase {
+    /// Whether native work has stopped for good.
+    pub fn is_terminal(self) -> bool {
+        matches!(self, Self::Completed | Self::Failed | Self::Cancelled)
+    }
+}
+
+/// What an observer sees at one instant.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Observation {
+    /// Lifecycle phase.
+    pub phase: Phase,
+    /// The sticky error, once one was published.
+    pub error: Option<CpuError>,
+    /// Whether a `NativeCancel` request is outstanding or was honoured.
+    pub cancel_requested: bool,
+    /// Whether the completion was handed to the quarantine owner.
+    pub quarantined: bool,
+}
+
+struct Inner {
+    phase: Phase,
+    error: Option<CpuError>,
+    cancel_requested: bool,
+    quarantined: bool,
+    retained: Vec<Retained>,
+}
+
+/// Result of a cancellation request.
+pub(crate) enum CancelRequest {
+    /// The work had not started: it is cancelled, and these retained values are released.
+    TornDown(Vec<Retained>),
+    /// The work is running; it will observe the request.
+    Requested,
+    /// The work had already reached a terminal state.
+    AlreadyTerminal,
+}
+
+/// Shared state of one work item's completion.
+pub(crate) struct Core {
+    inner: Mutex<Inner>,
+    changed: Condvar,
+}
+
+impl Core {
+    pub(crate) fn new(retained: Vec<Retained>) -> Self {
+        Self {
+            inner: Mutex::new(Inner {
+                phase: Phase::Queued,
+                error: None,
+                cancel_requested: false,
+                quarantined: false,
+                retained,
+            }),
+            changed: Condvar::new(),
+        }
+    }
+
+    /// Adds a retained value. Returns it back when the work is already terminal.
+    pub(crate) fn retain(&self, value: Retained) -> Result<(), Retained> {
+        let mut inner = lock(&self.inner);
+        if inner.phase.is_terminal() {
+            return Err(value);
+        }
+        inner.retained.push(value);
+        Ok(())
+    }
+
+    /// Queued → Running. `false` when the item was cancelled before it started.
+    pub(crate) fn start(&self) -> bool {
+        let mut inner = lock(&self.inner);
+        if inner.phase != Phase::Queued {
+            return false;
+        }
+        inner.phase = Phase::Running;
+        drop(inner);
+        self.changed.notify_all();
+        true
+    }
+
+    /// Publishes a sticky error while the work may still be live.
+    pub(crate) fn publish_error(&self, error: CpuError) {
+        let mut inner = lock(&self.inner);
+        if inner.error.is_none() {
+            inner.error = Some(error);
+        }
+        drop(inner);
+        self.changed.notify_all();
+    }
+
+    /// Takes the retained values while work is still live (planted defects only).
+    pub(crate) fn take_retained(&self) -> Vec<Retained> {
+        std::mem::take(&mut lock(&self.inner).retained)
+    }
+
+    pub(crate) fn cancel_requested(&self) -> bool {
+        lock(&self.inner).cancel_requested
+    }
+
+    /// Running → terminal. Returns the retained values to drop outside the
+    /// lock, or `None` when the work was terminal already.
+    ///
+    /// `Err(Cancelled)` after a cancellation request ends in `Cancelled`; any
+    /// other error, or an error published earlier, ends in `Failed`.
+    pub(crate) fn finish(&self, outcome: Result<(), CpuError>) -> Option<Vec<Retained>> {
+        let mut inner = lock(&self.inner);
+        if inner.phase.is_terminal() {
+            return None;
+        }
+        inner.phase = match outcome {
+            Err(CpuError::Cancelled { .. }) if inner.cancel_requested => Phase::Cancelled,
+            Err(error) => {
+                if inner.error.is_none() {
+                    inner.error = Some(error);
+                }
+                Phase::Failed
+            }
+            Ok(()) if inner.error.is_some() => Phase::Failed,
+            Ok(()) => Phase::Completed,
+        };
+        if inner.phase == Phase::Cancelled && inner.error.is_none() {
+            inner.error = Some(CpuError::Cancelled {
+                operation: "cancelled work",
+            });
+        }
+        let retained = std::mem::take(&mut inner.retained);
+        drop(inner);
+        self.changed.notify_all();
+        Some(retained)
+    }
+
+    /// Requests native cancellation.
+    pub(crate) fn request_cancel(&self, operation: &'static str) -> CancelRequest {
+        let mut inner = lock(&self.inner);
+        match inner.phase {
+            Phase::Queued => {
+                inner.cancel_requested = true;
+                inner.phase = Phase::Cancelled;
+                if inner.error.is_none() {
+                    inner.error = Some(CpuError::Cancelled { operation });
+                }
+                let retained = std::mem::take(&mut inner.retained);
+                drop(inner);
+                self.changed.notify_all();
+                CancelRequest::TornDown(retained)
+            }
+            Phase::Running => {
+                inner.cancel_requested = true;
+                drop(inner);
+                self.changed.notify_all();
+                CancelRequest::Requested
+            }
+            _ => CancelRequest::AlreadyTerminal,
+        }
+    }
+
+    pub(crate) fn mark_quarantined(&self) {
+        lock(&self.inner).quarantined = true;
+    }
+
+    pub(crate) fn observe(&self) -> Observation {
+        let inner = lock(&self.inner);
+        Observation {
+            phase: inner.phase,
+            error: inner.error.clone(),
+            cancel_requested: inner.cancel_requested,
+            quarantined: inner.quarantined,
+        }
+    }
+
+    /// Nonblocking: `None` when the lock is contended.
+    pub(crate) fn try_observe(&self) -> Option<Observation> {
+        let inner = self.inner.try_lock().ok()?;
+        Some(Observation {
+            phase: inner.phase,
+            error: inner.error.clone(),
+            cancel_requested: inner.cancel_requested,
+            quarantined: inner.quarantined,
+        })
+    }
+
+    /// Blocks until `stop` holds for the state, or until `deadline` passes
+    /// (`None` waits without bound). Returns the last observation.
+    pub(crate) fn wait_for(
+        &self,
+        deadline: Option<Instant>,
+        stop: impl Fn(&Observation) -> bool,
+    ) -> Observation {
+        let mut inner = lock(&self.inner);
+        loop {
+            let seen = Observation {
+                phase: inner.phase,
+                error: inner.error.clone(),
+                cancel_requested: inner.cancel_requested,
+                quarantined: inner.quarantined,
+            };
+            if stop(&seen) {
+                return seen;
+            }
+            match deadline {
+                None => {
+                    inner = match self.changed.wait(inner) {
+                        Ok(guard) => guard,
+                        Err(poisoned) => poisoned.into_inner(),
+                    }
+                }
+                Some(deadline) => {
+                    let now = Instant::now();
+                    if now >= deadline {
+                        return seen;
+                    }
+                    inner = match self.changed.wait_timeout(inner, deadline - now) {
+                        Ok((guard, _)) => guard,
+                        Err(poisoned) => poisoned.into_inner().0,
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,248 @@
+//! The device: the scope of one ledger, one defect configuration and one
+//! quarantine owner. Executors, groups and routes are made from it.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+
+use eredu_runtime::CommunicationRouteId;
+
+use crate::core::{Core, Retained};
+use crate::defect::Defect;
+use crate::error::CpuError;
+use crate::executor::CpuExecutor;
+use crate::group::{CpuGroup, GroupShared};
+use crate::ledger::{Kind, Ledger, LedgerSnapshot, StorageId};
+use crate::route::{CpuRoute, RouteShared};
+use crate::tensor::CpuTensor;
+
+struct DeviceShared {
+    ledger: Arc<Ledger>,
+    defect: Option<Defect>,
+    next_id: AtomicU64,
+    quarantine: Mutex<Vec<Arc<Core>>>,
+    leaked: Mutex<Vec<Retained>>,
+    groups: Mutex<HashMap<String, Weak<GroupShared>>>,
+    routes: Mutex<HashMap<u64, Weak<RouteShared>>>,
+}
+
+/// One simulated device: every rank of an in-process world shares it.
+///
+/// ```
+/// use commcheck_cpu::CpuDevice;
+///
+/// let device = CpuDevice::new();
+/// let executor = device.executor();
+/// let tensor = device.tensor(&[1.0, 2.0], &[2]).unwrap();
+/// assert!(device.storage_live(tensor.storage_id()));
+/// drop((tensor, executor));
+/// ```
+#[derive(Clone)]
+pub struct CpuDevice {
+    shared: Arc<DeviceShared>,
+}
+
+impl std::fmt::Debug for CpuDevice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CpuDevice")
+            .field("defect", &self.shared.defect)
+            .field("ledger", &self.ledger())
+            .finish()
+    }
+}
+
+impl Default for CpuDevice {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+fn guard<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    match mutex.lock() {
+        Ok(guard) => guard,
+        Err(poisoned) => poisoned.into_inner(),
+    }
+}
+
+impl CpuDevice {
+    /// A correct device.
+    pub fn new() -> Self {
+        Self::build(None)
+    }
+
+    /// A device with one planted defect (see [`Defect`]).
+    pub fn with_defect(defect: Defect) -> Self {
+        Self::build(Some(defect))
+    }
+
+    fn build(defect: Option<Defect>) -> Self {
+        Self {
+            shared: Arc::new(DeviceShared {
+                ledger: Arc::new(Ledger::default()),
+                defect,
+                next_id: AtomicU64::new(1),
+                quarantine: Mutex::new(Vec::new()),
+                leaked: Mutex::new(Vec::new()),
+                groups: Mutex::new(HashMap::new()),
+                routes: Mutex::new(HashMap::new()),
+            }),
+        }
+    }
+
+    /// The planted defect, if any.
+    pub fn defect(&self) -> Option<Defect> {
+        self.shared.defect
+    }
+
+    /// Starts a new executor (worker lane).
+    pub fn executor(&self) -> CpuExecutor {
+        CpuExecutor::spawn(self)
+    }
+
+    /// Makes a materialised tensor on this device.
+    pub fn tensor(&self, values: &[f32], shape: &[i32]) -> Result<CpuTensor, CpuError> {
+        CpuTensor::ready(&self.shared.ledger, "tensor", values.to_vec(), shape)
+    }
+
+    /// Makes a group of `size` members; the handles come back in member order.
+    pub fn group(&self, size: usize) -> Result<Vec<CpuGroup>, CpuError> {
+        let shared = GroupShared::new(self, size)?;
+        (0..size).map(|member| CpuGroup::join(&shared, member)).collect()
+    }
+
+    /// Joins member `member` of the group named `key`, which has `size` members.
+    ///
+    /// Ranks that build their groups independently meet here. The first joiner
+    /// fixes the size; a rank that disagrees gets an error, never a hang.
+    pub fn join_group(&self, key: &str, size: usize, member: usize) -> Result<CpuGroup, CpuError> {
+        let mut groups = guard(&self.shared.groups);
+        let shared = match groups.get(key).and_then(Weak::upgrade) {
+            Some(existing) => existing,
+            None => {
+                let created = GroupShared::new(self, size)?;
+                groups.insert(key.to_owned(), Arc::downgrade(&created));
+                created
+            }
+        };
+        drop(groups);
+        if shared.size() != size {
+            return Err(CpuError::invalid(
+                "join_group",
+                format!("group {key:?} of {} members", shared.size()),
+                format!("a member that declares {size} members"),
+            ));
+        }
+        CpuGroup::join(&shared, member)
+    }
+
+    /// This rank's endpoint of the directed route `id` from world rank `source`
+    /// to world rank `destination`.
+    ///
+    /// `rank` must be one of the two endpoints, and every rank must declare the
+    /// same endpoints for the same route id.
+    pub fn route(
+        &self,
+        id: CommunicationRouteId,
+        source: usize,
+        destination: usize,
+        rank: usize,
+    ) -> Result<CpuRoute, CpuError> {
+        if source == destination {
+            return Err(CpuError::invalid(
+                "route",
+                "distinct source and destination ranks",
+                format!("source {source} and destination {destination}"),
+            ));
+        }
+        if rank != source && rank != destination {
+            return Err(CpuError::invalid(
+                "route",
+                format!("rank {source} (source) or {destination} (destination) of route {}", id.value()),
+                format!("rank {rank}"),
+            ));
+        }
+        let mut routes = guard(&self.shared.routes);
+        let shared = match routes.get(&id.value()).and_then(Weak::upgrade) {
+            Some(existing) => existing,
+            None => {
+                let created = RouteShared::new(id, source, destination);
+                routes.insert(id.value(), Arc::downgrade(&created));
+                created
+            }
+        };
+        drop(routes);
+        if shared.endpoints() != (source, destination) {
+            let (s, d) = shared.endpoints();
+            return Err(CpuError::invalid(
+                "route",
+                format!("route {} from rank {s} to rank {d}", id.value()),
+                format!("a rank declaring it from {source} to {destination}"),
+            ));
+        }
+        Ok(CpuRoute::new(self, shared, rank == source))
+    }
+
+    /// Counts of live native resources (the resource-ledger instrument).
+    pub fn ledger(&self) -> LedgerSnapshot {
+        let mut quarantine = guard(&self.shared.quarantine);
+        quarantine.retain(|core| !core.observe().phase.is_terminal());
+        let quarantined = quarantine.len();
+        drop(quarantine);
+        self.shared.ledger.snapshot(quarantined)
+    }
+
+    /// Liveness probe: is the storage with this id still allocated?
+    pub fn storage_live(&self, id: StorageId) -> bool {
+        self.shared.ledger.storage_live(id)
+    }
+
+    pub(crate) fn has(&self, defect: Defect) -> bool {
+        self.shared.defect == Some(defect)
+    }
+
+    pub(crate) fn next_id(&self) -> u64 {
+        self.shared.next_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    pub(crate) fn ledger_ref(&self) -> &Arc<Ledger> {
+        &self.shared.ledger
+    }
+
+    /// Hands a live completion to the quarantine owner (CAN-6).
+    pub(crate) fn quarantine(&self, core: Arc<Core>) {
+        core.mark_quarantined();
+        guard(&self.shared.quarantine).push(core);
+    }
+
+    /// Moves a work item to its terminal state and releases what it retained.
+    pub(crate) fn finish(&self, core: &Core, outcome: Result<(), CpuError>) {
+        if let Some(retained) = core.finish(outcome) {
+            self.shared.ledger.down(Kind::Pending);
+            self.release(retained);
+        }
+    }
+
+    /// Releases retained values of terminal work (outside every lock).
+    pub(crate) fn release(&self, retained: Vec<Retained>) {
+        if self.has(Defect::LeakRetained) {
+            guard(&self.shared.leaked).extend(retained);
+        } else if self.has(Defect::ReleasableRunsDestructors) {
+            // Defect: keep them until resources_releasable is called.
+            guard(&self.shared.leaked).extend(retained);
+        } else {
+            drop(retained);
+        }
+    }
+
+    /// Drops values kept by the EXC-8 destructor defect.
+    pub(crate) fn drain_kept(&self) {
+        let kept = std::mem::take(&mut *guard(&self.shared.leaked));
+        drop(kept);
+    }
+
+    /// Accounts for work torn down before it started (NativeCancel of queued work).
+    pub(crate) fn torn_down(&self, retained: Vec<Retained>) {
+        self.shared.ledger.down(Kind::Pending);
+        self.release(retained);
+    }
+}

@@ -1,0 +1,440 @@
+//! Executors: worker threads with FIFO queues (the CPU backend's streams),
+//! plus the hold and fault-injection instruments that act on them.
+
+use std::collections::VecDeque;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::Duration;
+
+use crate::completion::CpuCompletion;
+use crate::core::{Core, Retained};
+use crate::defect::Defect;
+use crate::device::CpuDevice;
+use crate::error::CpuError;
+use crate::group::GroupMember;
+use crate::ledger::Kind;
+
+/// How often blocked native work re-checks a cancellation request.
+pub(crate) const CANCEL_POLL: Duration = Duration::from_millis(1);
+
+/// Native work body. It receives the context of its run and must return
+/// `Err(CpuError::Cancelled)` promptly once [`WorkCtx::cancelled`] is true.
+pub(crate) type Body = Box<dyn FnOnce(&WorkCtx<'_>) -> Result<(), CpuError> + Send>;
+
+pub(crate) struct WorkItem {
+    core: Arc<Core>,
+    operation: &'static str,
+    body: Body,
+}
+
+/// What a running body can ask of its executor.
+pub(crate) struct WorkCtx<'a> {
+    core: &'a Core,
+    operation: &'static str,
+    fault: Option<CpuError>,
+}
+
+impl WorkCtx<'_> {
+    /// Whether a `NativeCancel` teardown was requested.
+    pub(crate) fn cancelled(&self) -> bool {
+        self.core.cancel_requested()
+    }
+
+    /// `Err(Cancelled)` once cancellation was requested.
+    pub(crate) fn checkpoint(&self) -> Result<(), CpuError> {
+        if self.cancelled() {
+            Err(CpuError::Cancelled {
+                operation: self.operation,
+            })
+        } else {
+            Ok(())
+        }
+    }
+
+    /// The fault injected into this item, if any. Bodies that rendezvous with
+    /// peers must still abort their rendezvous so peers fail instead of hanging.
+    pub(crate) fn fault(&self) -> Option<&CpuError> {
+        self.fault.as_ref()
+    }
+}
+
+#[derive(Default)]
+struct LaneState {
+    items: VecDeque<WorkItem>,
+    shutdown: bool,
+}
+
+/// One worker thread and its queue.
+pub(crate) struct Lane {
+    state: Mutex<LaneState>,
+    wake: Condvar,
+    holds: Mutex<usize>,
+    released: Condvar,
+    fault_next: AtomicBool,
+    fail_next_submission: AtomicBool,
+}
+
+fn guard<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    match mutex.lock() {
+        Ok(guard) => guard,
+        Err(poisoned) => poisoned.into_inner(),
+    }
+}
+
+impl Lane {
+    fn spawn(id: u64, device: &CpuDevice) -> Arc<Self> {
+        let lane = Arc::new(Self {
+            state: Mutex::new(LaneState::default()),
+            wake: Condvar::new(),
+            holds: Mutex::new(0),
+            released: Condvar::new(),
+            fault_next: AtomicBool::new(false),
+            fail_next_submission: AtomicBool::new(false),
+        });
+        let worker = Arc::clone(&lane);
+        let device = device.clone();
+        let spawned = std::thread::Builder::new()
+            .name(format!("commcheck-cpu-executor-{id}"))
+            .spawn(move || worker.run(id, &device));
+        if let Err(error) = spawned {
+            // Without a worker nothing would ever run: fail work instead of hanging.
+            let mut state = guard(&lane.state);
+            state.shutdown = true;
+            drop(state);
+            eprintln!("commcheck-cpu: could not start executor thread {id}: {error}");
+        }
+        lane
+    }
+
+    fn run(&self, id: u64, device: &CpuDevice) {
+        loop {
+            let item = {
+                let mut state = guard(&self.state);
+                loop {
+                    if state.shutdown {
+                        // Queued work outliving its executor: only reachable
+                        // when completions do not retain it (RET-2 defect).
+                        let abandoned: Vec<_> = state.items.drain(..).collect();
+                        drop(state);
+                        for item in abandoned {
+                            self.abandon(id, device, &item.core, item.operation);
+                        }
+                        return;
+                    }
+                    if let Some(item) = state.items.pop_front() {
+                        break item;
+                    }
+                    state = match self.wake.wait(state) {
+                        Ok(guard) => guard,
+                        Err(poisoned) => poisoned.into_inner(),
+                    };
+                }
+            };
+            self.execute(id, device, item);
+        }
+    }
+
+    fn abandon(&self, id: u64, device: &CpuDevice, core: &Core, operation: &'static str) {
+        if core.start() || core.observe().phase == crate::core::Phase::Running {
+            let error = CpuError::ExecutorGone {
+                operation,
+                executor: id,
+            };
+            device.finish(core, Err(error));
+        }
+    }
+
+    fn is_shut_down(&self) -> bool {
+        guard(&self.state).shutdown
+    }
+
+    fn execute(&self, id: u64, device: &CpuDevice, item: WorkItem) {
+        let WorkItem {
+            core,
+            operation,
+            body,
+        } = item;
+        if !core.start() {
+            return; // cancelled while queued; teardown already accounted for
+        }
+        let fault = if self.fault_next.swap(false, Ordering::SeqCst) {
+            let error = CpuError::InjectedFault {
+                operation,
+                executor: id,
+            };
+            core.publish_error(error.clone());
+            if device.has(Defect::ErrorReleases) {
+                drop(core.take_retained());
+            }
+            Some(error)
+        } else {
+            None
+        };
+        self.wait_while_held(&core);
+        if self.is_shut_down() {
+            self.abandon(id, device, &core, operation);
+            return;
+        }
+        let ctx = WorkCtx {
+            core: &core,
+            operation,
+            fault,
+        };
+        let outcome = match ctx.checkpoint() {
+            Err(cancelled) => Err(cancelled),
+            Ok(()) => match catch_unwind(AssertUnwindSafe(|| body(&ctx))) {
+                Ok(outcome) => outcome,
+                Err(payload) => Err(CpuError::Panicked {
+                    operation,
+                    message: panic_message(payload.as_ref()),
+                }),
+            },
+        };
+        let outcome = match (outcome, ctx.fault) {
+            (Ok(()), Some(fault)) => Err(fault),
+            (outcome, _) => outcome,
+        };
+        device.finish(&core, outcome);
+    }
+
+    fn wait_while_held(&self, core: &Core) {
+        let mut holds = guard(&self.holds);
+        while *holds > 0 && !core.cancel_requested() && !self.is_shut_down() {
+            holds = match self.released.wait_timeout(holds, CANCEL_POLL) {
+                Ok((guard, _)) => guard,
+                Err(poisoned) => poisoned.into_inner().0,
+            };
+        }
+    }
+
+    fn push(&self, item: WorkItem) {
+        guard(&self.state).items.push_back(item);
+        self.wake.notify_one();
+    }
+
+    fn shutdown(&self) {
+        guard(&self.state).shutdown = true;
+        self.wake.notify_all();
+    }
+}
+
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "non-string panic payload".into())
+}
+
+/// The executor handle's shared part; its drop retires the lane.
+pub(crate) struct ExecShared {
+    pub(crate) id: u64,
+    pub(crate) device: CpuDevice,
+    lane: Arc<Lane>,
+    /// The last group used on this executor (only the RET-8 defect reads it).
+    pub(crate) last_group: Mutex<Option<Arc<GroupMember>>>,
+}
+
+impl Drop for ExecShared {
+    fn drop(&mut self) {
+        self.lane.shutdown();
+        self.device.ledger_ref().down(Kind::Executor);
+    }
+}
+
+/// A CPU executor: one worker thread with a FIFO queue.
+///
+/// Also the tensor context of the CPU backend. Cloning shares the lane;
+/// [`eredu_runtime::backend::SubmissionBackend::fork_executors`] makes new lanes.
+#[derive(Clone)]
+pub struct CpuExecutor {
+    pub(crate) shared: Arc<ExecShared>,
+}
+
+impl std::fmt::Debug for CpuExecutor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CpuExecutor")
+            .field("id", &self.shared.id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl CpuExecutor {
+    pub(crate) fn spawn(device: &CpuDevice) -> Self {
+        let id = device.next_id();
+        device.ledger_ref().up(Kind::Executor);
+        Self {
+            shared: Arc::new(ExecShared {
+                id,
+                device: device.clone(),
+                lane: Lane::spawn(id, device),
+                last_group: Mutex::new(None),
+            }),
+        }
+    }
+
+    /// A second handle onto the same lane (the SUB-1 defect's fork).
+    pub(crate) fn share_lane(&self) -> Self {
+        let device = &self.shared.device;
+        device.ledger_ref().up(Kind::Executor);
+        Self {
+            shared: Arc::new(ExecShared {
+                id: device.next_id(),
+                device: device.clone(),
+                lane: Arc::clone(&self.shared.lane),
+                last_group: Mutex::new(None),
+            }),
+        }
+    }
+
+    /// Stable identity of this executor.
+    pub fn id(&self) -> u64 {
+        self.shared.id
+    }
+
+    /// The device this executor belongs to.
+    pub fn device(&self) -> &CpuDevice {
+        &self.shared.device
+    }
+
+    /// The ledger that accounts for tensors made on this executor.
+    pub(crate) fn ledger(&self) -> &std::sync::Arc<crate::ledger::Ledger> {
+        self.shared.device.ledger_ref()
+    }
+
+    /// Hold instrument: work on this executor stays pending (started but
+    /// blocked, like a stream waiting on a host-mapped word) until the returned
+    /// guard is released or dropped. Holds nest.
+    pub fn hold(&self) -> Hold {
+        *guard(&self.shared.lane.holds) += 1;
+        Hold {
+            lane: Arc::clone(&self.shared.lane),
+            released: false,
+        }
+    }
+
+    /// Fault injection: the next work item that starts on this executor fails.
+    ///
+    /// The error is published when the item starts, while its native work is
+    /// still live (held, or waiting for peers), so observers see a sticky error
+    /// before release (EXC-6, EXC-7).
+    pub fn inject_fault(&self) {
+        self.shared.lane.fault_next.store(true, Ordering::SeqCst);
+    }
+
+    /// Fault injection at submission: the next submission call on this executor
+    /// returns `Err` (SUB-4).
+    pub fn fail_next_submission(&self) {
+        self.shared
+            .lane
+            .fail_next_submission
+            .store(true, Ordering::SeqCst);
+    }
+
+    /// Queues native work. `retained` lives until the work is terminal; the
+    /// executor itself is retained too (RET-2).
+    pub(crate) fn enqueue(
+        &self,
+        operation: &'static str,
+        kind: WorkKind,
+        mut retained: Vec<Retained>,
+        body: Body,
+    ) -> Result<CpuCompletion, CpuError> {
+        let device = &self.shared.device;
+        let fail = self
+            .shared
+            .lane
+            .fail_next_submission
+            .swap(false, Ordering::SeqCst);
+        let refused = CpuError::InjectedFault {
+            operation,
+            executor: self.shared.id,
+        };
+        if fail && !device.has(Defect::SubmitErrorLeavesWork) {
+            return Err(refused);
+        }
+        if !device.has(Defect::ExecutorNotRetained) {
+            retained.push(Box::new(Arc::clone(&self.shared)));
+        }
+        let core = Arc::new(Core::new(retained));
+        device.ledger_ref().up(Kind::Pending);
+        let item = WorkItem {
+            core: Arc::clone(&core),
+            operation,
+            body,
+        };
+        let completion = CpuCompletion::new(core, device.clone(), operation);
+        if kind == WorkKind::Communication && device.has(Defect::LazyLaunch) {
+            return Ok(completion.with_lazy_launch(LazyLaunch {
+                lane: Arc::clone(&self.shared.lane),
+                item,
+            }));
+        }
+        self.shared.lane.push(item);
+        if fail {
+            // SUB-4 defect: the work is live, but the caller is told it was never submitted.
+            return Err(refused);
+        }
+        Ok(completion)
+    }
+}
+
+/// Whether work is rank-local or communicates with peers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum WorkKind {
+    /// Local dependencies, plain submissions, ordering gates.
+    Local,
+    /// Collectives and point-to-point transfers.
+    Communication,
+}
+
+/// Work whose queueing is deferred to its first observation (SUM-2 defect).
+pub(crate) struct LazyLaunch {
+    lane: Arc<Lane>,
+    item: WorkItem,
+}
+
+impl LazyLaunch {
+    pub(crate) fn launch(self) {
+        self.lane.push(self.item);
+    }
+}
+
+/// A held executor; see [`CpuExecutor::hold`].
+#[must_use = "dropping a hold releases it at once"]
+pub struct Hold {
+    lane: Arc<Lane>,
+    released: bool,
+}
+
+impl Hold {
+    /// Releases the hold.
+    pub fn release(mut self) {
+        self.release_now();
+    }
+
+    fn release_now(&mut self) {
+        if !self.released {
+            self.released = true;
+            let mut holds = guard(&self.lane.holds);
+            *holds = holds.saturating_sub(1);
+            drop(holds);
+            self.lane.released.notify_all();
+        }
+    }
+}
+
+impl Drop for Hold {
+    fn drop(&mut self) {
+        self.release_now();
+    }
+}
+
+impl std::fmt::Debug for Hold {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Hold")
+            .field("released", &self.released)
+            .finish()
+    }
+}

@@ -1,0 +1,277 @@
+//! Communication groups: an in-process rendezvous of `n` members in member order.
+//!
+//! The k-th collective a member submits on a group meets the k-th collective
+//! of every other member. A member that has not joined yet keeps the others
+//! pending for real (the *late peer*); a member that fails or is cancelled
+//! aborts the rendezvous, so its peers fail instead of hanging.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+
+use crate::device::CpuDevice;
+use crate::error::CpuError;
+use crate::executor::{WorkCtx, CANCEL_POLL};
+use crate::ledger::{Kind, Ledger};
+
+/// What one member brings to a collective.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Contribution {
+    /// Input values (row-major).
+    pub(crate) values: Vec<f32>,
+    /// Input shape.
+    pub(crate) shape: Vec<i32>,
+    /// Operation-specific scalars every member must agree on or exchange
+    /// (a root, per-peer counts, a status).
+    pub(crate) meta: Vec<usize>,
+}
+
+#[derive(Default)]
+struct Slot {
+    contributions: Vec<Option<Contribution>>,
+    all: Option<Arc<Vec<Contribution>>>,
+    aborted: Option<(usize, String)>,
+    departed: usize,
+}
+
+struct GroupState {
+    slots: HashMap<u64, Slot>,
+    fenced: Option<String>,
+    joined: Vec<bool>,
+}
+
+pub(crate) struct GroupShared {
+    id: u64,
+    size: usize,
+    ledger: Arc<Ledger>,
+    state: Mutex<GroupState>,
+    changed: Condvar,
+}
+
+fn guard<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    match mutex.lock() {
+        Ok(guard) => guard,
+        Err(poisoned) => poisoned.into_inner(),
+    }
+}
+
+impl GroupShared {
+    pub(crate) fn new(device: &CpuDevice, size: usize) -> Result<Arc<Self>, CpuError> {
+        if size == 0 {
+            return Err(CpuError::invalid(
+                "group",
+                "at least one member",
+                "a group of 0 members",
+            ));
+        }
+        Ok(Arc::new(Self {
+            id: device.next_id(),
+            size,
+            ledger: Arc::clone(device.ledger_ref()),
+            state: Mutex::new(GroupState {
+                slots: HashMap::new(),
+                fenced: None,
+                joined: vec![false; size],
+            }),
+            changed: Condvar::new(),
+        }))
+    }
+
+    pub(crate) fn size(&self) -> usize {
+        self.size
+    }
+
+    /// Deposits `member`'s contribution to collective `seq` and, when `wait`,
+    /// blocks until every member has deposited; returns all contributions in
+    /// member order. Cancellation and injected faults abort the rendezvous.
+    fn exchange(
+        &self,
+        seq: u64,
+        member: usize,
+        contribution: Contribution,
+        ctx: &WorkCtx<'_>,
+        operation: &'static str,
+        wait: bool,
+    ) -> Result<Arc<Vec<Contribution>>, CpuError> {
+        let mut state = guard(&self.state);
+        if let Some(reason) = &state.fenced {
+            return Err(CpuError::PeerFailed {
+                operation,
+                member,
+                reason: format!("group {} was fenced by {reason}", self.id),
+            });
+        }
+        let size = self.size;
+        let slot = state.slots.entry(seq).or_insert_with(|| Slot {
+            contributions: vec![None; size],
+            ..Slot::default()
+        });
+        if let Some(fault) = ctx.fault() {
+            slot.aborted.get_or_insert((member, fault.to_string()));
+            Self::depart(&mut state, seq, size);
+            self.changed.notify_all();
+            return Err(fault.clone());
+        }
+        if let Some((failed, reason)) = slot.aborted.clone() {
+            Self::depart(&mut state, seq, size);
+            return Err(CpuError::PeerFailed {
+                operation,
+                member: failed,
+                reason,
+            });
+        }
+        slot.contributions[member] = Some(contribution);
+        if slot.contributions.iter().all(Option::is_some) {
+            let all = slot.contributions.iter().flatten().cloned().collect();
+            slot.all = Some(Arc::new(all));
+        }
+        self.changed.notify_all();
+        if !wait {
+            Self::depart(&mut state, seq, size);
+            return Ok(Arc::new(Vec::new()));
+        }
+        loop {
+            let Some(slot) = state.slots.get_mut(&seq) else {
+                return Err(CpuError::PeerFailed {
+                    operation,
+                    member,
+                    reason: "the rendezvous vanished".into(),
+                });
+            };
+            if let Some(all) = slot.all.clone() {
+                Self::depart(&mut state, seq, size);
+                return Ok(all);
+            }
+            if let Some((failed, reason)) = slot.aborted.clone() {
+                Self::depart(&mut state, seq, size);
+                return Err(CpuError::PeerFailed {
+                    operation,
+                    member: failed,
+                    reason,
+                });
+            }
+            if ctx.cancelled() {
+                slot.aborted = Some((member, "cancelled by a NativeCancel deadline".into()));
+                Self::depart(&mut state, seq, size);
+                self.changed.notify_all();
+                return Err(CpuError::Cancelled { operation });
+            }
+            state = match self.changed.wait_timeout(state, CANCEL_POLL) {
+                Ok((guard, _)) => guard,
+                Err(poisoned) => poisoned.into_inner().0,
+            };
+        }
+    }
+
+    /// Records that one member left collective `seq`; the last one frees the slot.
+    fn depart(state: &mut GroupState, seq: u64, size: usize) {
+        if let Some(slot) = state.slots.get_mut(&seq) {
+            slot.departed += 1;
+            if slot.departed >= size {
+                state.slots.remove(&seq);
+            }
+        }
+    }
+}
+
+/// One member's native handle on a group; counted by the ledger.
+pub(crate) struct GroupMember {
+    shared: Arc<GroupShared>,
+    member: usize,
+    next_seq: AtomicU64,
+    ledger: Arc<Ledger>,
+}
+
+impl Drop for GroupMember {
+    fn drop(&mut self) {
+        guard(&self.shared.state).joined[self.member] = false;
+        self.ledger.down(Kind::Group);
+    }
+}
+
+impl GroupMember {
+    pub(crate) fn member(&self) -> usize {
+        self.member
+    }
+
+    /// Sequence number of the next collective this member submits.
+    pub(crate) fn next_seq(&self) -> u64 {
+        self.next_seq.fetch_add(1, Ordering::SeqCst)
+    }
+
+    /// See [`GroupShared::exchange`].
+    pub(crate) fn exchange(
+        &self,
+        seq: u64,
+        contribution: Contribution,
+        ctx: &WorkCtx<'_>,
+        operation: &'static str,
+        wait: bool,
+    ) -> Result<Arc<Vec<Contribution>>, CpuError> {
+        self.shared
+            .exchange(seq, self.member, contribution, ctx, operation, wait)
+    }
+
+    /// Fails every later collective on this group (only the RET-8 defect calls this).
+    pub(crate) fn fence(&self, reason: &str) {
+        guard(&self.shared.state).fenced = Some(reason.to_owned());
+        self.shared.changed.notify_all();
+    }
+}
+
+/// The CPU backend's communication group: this member's handle.
+#[derive(Clone)]
+pub struct CpuGroup {
+    pub(crate) member: Arc<GroupMember>,
+}
+
+impl std::fmt::Debug for CpuGroup {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CpuGroup")
+            .field("group", &self.member.shared.id)
+            .field("member", &self.member.member)
+            .field("size", &self.member.shared.size)
+            .finish()
+    }
+}
+
+impl CpuGroup {
+    pub(crate) fn join(shared: &Arc<GroupShared>, member: usize) -> Result<Self, CpuError> {
+        if member >= shared.size {
+            return Err(CpuError::invalid(
+                "join_group",
+                format!("a member index below {}", shared.size),
+                format!("member {member}"),
+            ));
+        }
+        let mut state = guard(&shared.state);
+        if std::mem::replace(&mut state.joined[member], true) {
+            return Err(CpuError::invalid(
+                "join_group",
+                format!("member {member} to join once"),
+                "a second join of the same member".to_owned(),
+            ));
+        }
+        drop(state);
+        let ledger = Arc::clone(&shared.ledger);
+        ledger.up(Kind::Group);
+        Ok(Self {
+            member: Arc::new(GroupMember {
+                shared: Arc::clone(shared),
+                member,
+                next_seq: AtomicU64::new(0),
+                ledger,
+            }),
+        })
+    }
+
+    /// This member's index in member order.
+    pub fn member(&self) -> usize {
+        self.member.member
+    }
+
+    /// Number of members.
+    pub fn size(&self) -> usize {
+        self.member.shared.size
+    }
+}

@@ -1,0 +1,557 @@
+//! Group operations: sum, gathers, all-to-all, broadcast, barrier, agreement.
+//!
+//! Each member's work deposits its contribution in the group's rendezvous,
+//! waits for every member, and computes its own output from the
+//! contributions in member order. Disagreeing members fail on every rank with
+//! a message naming the member at fault.
+
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
+
+use eredu_core::Submission;
+use eredu_runtime::backend::{
+    BarrierBackend, BroadcastBackend, EvenGatherBackend, FailureAgreementBackend,
+    SumReductionBackend, UnevenGatherBackend, VariableAllToAllBackend,
+};
+use eredu_runtime::CommunicationPeerCounts;
+
+use super::{reach, Retention};
+use crate::completion::CpuCompletion;
+use crate::defect::Defect;
+use crate::error::CpuError;
+use crate::executor::{CpuExecutor, WorkCtx, WorkKind};
+use crate::group::{Contribution, CpuGroup, GroupMember};
+use crate::layout::{concat_axis, slice_axis, AxisView};
+use crate::tensor::{CpuTensor, Storage};
+use crate::CpuBackend;
+
+/// Computes one member's output from every contribution (member order) and its own index.
+type Combine = Box<dyn FnOnce(&[Contribution], usize) -> Result<Vec<f32>, CpuError> + Send>;
+
+/// One collective submission, before it is queued.
+struct Collective {
+    operation: &'static str,
+    input: Option<CpuTensor>,
+    meta: Vec<usize>,
+    output_shape: Option<Vec<i32>>,
+    /// Whether this member waits for its peers (false only under planted defects).
+    waits: bool,
+    combine: Combine,
+}
+
+impl Collective {
+    fn new(operation: &'static str, combine: Combine) -> Self {
+        Self {
+            operation,
+            input: None,
+            meta: Vec::new(),
+            output_shape: None,
+            waits: true,
+            combine,
+        }
+    }
+
+    /// Queues the collective; returns its output tensor (if any) and completion.
+    fn submit(
+        self,
+        group: &CpuGroup,
+        executor: &CpuExecutor,
+    ) -> Result<(Option<CpuTensor>, CpuCompletion), CpuError> {
+        let Self {
+            operation,
+            input,
+            meta,
+            output_shape,
+            waits,
+            combine,
+        } = self;
+        let device = executor.device();
+        let retain_inputs = !device.has(Defect::CollectiveDropsResources);
+        let retain_output = !device.has(Defect::OutputNotRetained);
+        let mut retention = Retention::default();
+        let input_storage: Option<(Weak<Storage>, Vec<i32>)> = input
+            .as_ref()
+            .map(|tensor| (retention.storage(tensor, retain_inputs), tensor.dims().to_vec()));
+        let output = output_shape.map(|shape| CpuTensor::pending(executor.ledger(), shape));
+        let output_storage = output
+            .as_ref()
+            .map(|tensor| retention.storage(tensor, retain_output));
+        let member = retention.keep(&group.member, retain_inputs);
+        if device.has(Defect::LocalDepsFenceGroup) {
+            if let Ok(mut last) = executor.shared.last_group.lock() {
+                *last = Some(Arc::clone(&group.member));
+            }
+        }
+        let seq = group.member.next_seq();
+        let body = Box::new(move |ctx: &WorkCtx<'_>| {
+            let result = run_collective(
+                ctx,
+                operation,
+                seq,
+                &member,
+                input_storage,
+                meta,
+                waits,
+                combine,
+            );
+            if let Some(weak) = &output_storage {
+                let storage = reach(weak, operation, "output storage")?;
+                let published = result.clone().and_then(|values| {
+                    values.ok_or(CpuError::NotMaterialised {
+                        storage: storage.id().value(),
+                        reason: "the collective produced no value".into(),
+                    })
+                });
+                storage.publish(published);
+            }
+            result.map(drop)
+        });
+        let completion =
+            executor.enqueue(operation, WorkKind::Communication, retention.into_vec(), body)?;
+        Ok((output, completion))
+    }
+}
+
+#[allow(clippy::too_many_arguments, reason = "the pieces of one queued collective")]
+fn run_collective(
+    ctx: &WorkCtx<'_>,
+    operation: &'static str,
+    seq: u64,
+    member: &Weak<GroupMember>,
+    input: Option<(Weak<Storage>, Vec<i32>)>,
+    meta: Vec<usize>,
+    waits: bool,
+    combine: Combine,
+) -> Result<Option<Vec<f32>>, CpuError> {
+    let member = reach(member, operation, "communication group")?;
+    let (values, shape) = match input {
+        Some((weak, shape)) => (reach(&weak, operation, "input storage")?.force()?, shape),
+        None => (Vec::new(), Vec::new()),
+    };
+    let contribution = Contribution {
+        values,
+        shape,
+        meta,
+    };
+    let all = member.exchange(seq, contribution, ctx, operation, waits)?;
+    if !waits {
+        // Planted defects only: a member that left without its peers has
+        // nothing to combine (its outputs are empty by construction).
+        return Ok(Some(Vec::new()));
+    }
+    combine(&all, member.member()).map(Some)
+}
+
+/// Checks that every member submitted `expected` as its shape.
+fn same_shapes(
+    operation: &'static str,
+    all: &[Contribution],
+    expected: &[i32],
+) -> Result<(), CpuError> {
+    match all.iter().position(|c| c.shape != expected) {
+        Some(member) => Err(CpuError::MemberMismatch {
+            operation,
+            member,
+            detail: format!(
+                "submitted shape {:?}, member 0 submitted {:?}",
+                all[member].shape, expected
+            ),
+        }),
+        None => Ok(()),
+    }
+}
+
+fn extents(shape: &[i32]) -> Vec<usize> {
+    shape.iter().map(|&d| d.max(0) as usize).collect()
+}
+
+fn check_axis(operation: &'static str, tensor: &CpuTensor, axis: usize) -> Result<(), CpuError> {
+    if axis >= tensor.dims().len() {
+        return Err(CpuError::invalid(
+            operation,
+            format!("an axis below the input's rank {}", tensor.dims().len()),
+            format!("axis {axis}"),
+        ));
+    }
+    Ok(())
+}
+
+fn with_axis(shape: &[i32], axis: usize, extent: usize) -> Result<Vec<i32>, CpuError> {
+    let mut out = shape.to_vec();
+    out[axis] = i32::try_from(extent).map_err(|_| {
+        CpuError::invalid("output shape", "an extent that fits in i32", extent.to_string())
+    })?;
+    Ok(out)
+}
+
+/// Checks that members agree on every extent but `axis`, and returns their views.
+fn axis_views(
+    operation: &'static str,
+    all: &[Contribution],
+    axis: usize,
+) -> Result<Vec<AxisView>, CpuError> {
+    let first = extents(&all[0].shape);
+    all.iter()
+        .enumerate()
+        .map(|(member, c)| {
+            let shape = extents(&c.shape);
+            let agrees = shape.len() == first.len()
+                && shape
+                    .iter()
+                    .zip(&first)
+                    .enumerate()
+                    .all(|(i, (a, b))| i == axis || a == b);
+            match AxisView::new(&shape, axis) {
+                Some(view) if agrees => Ok(view),
+                _ => Err(CpuError::MemberMismatch {
+                    operation,
+                    member,
+                    detail: format!(
+                        "submitted shape {:?}, which differs from member 0's {:?} off axis {axis}",
+                        c.shape, all[0].shape
+                    ),
+                }),
+            }
+        })
+        .collect()
+}
+
+fn submission(
+    (output, completion): (Option<CpuTensor>, CpuCompletion),
+    operation: &'static str,
+) -> Result<Submission<CpuTensor, CpuCompletion>, CpuError> {
+    let output = output.ok_or(CpuError::invalid(operation, "an output", "none"))?;
+    Ok(Submission { output, completion })
+}
+
+impl SumReductionBackend for CpuBackend {
+    fn all_reduce_sum(
+        value: CpuTensor,
+        group: &CpuGroup,
+        executor: &CpuExecutor,
+    ) -> Result<Submission<CpuTensor, CpuCompletion>, CpuError> {
+        const OP: &str = "all_reduce_sum";
+        let shape = value.dims().to_vec();
+        let skip_last = executor.device().has(Defect::SumSkipsLastMember);
+        let expected = shape.clone();
+        let mut collective = Collective::new(
+            OP,
+            Box::new(move |all, _| {
+                same_shapes(OP, all, &expected)?;
+                let members = if skip_last && all.len() > 1 {
+                    &all[..all.len() - 1]
+                } else {
+                    all
+                };
+                let mut sum = vec![0.0f32; all[0].values.len()];
+                for c in members {
+                    for (acc, v) in sum.iter_mut().zip(&c.values) {
+                        *acc += v;
+                    }
+                }
+                Ok(sum)
+            }),
+        );
+        collective.input = Some(value);
+        collective.output_shape = Some(shape);
+        submission(collective.submit(group, executor)?, OP)
+    }
+}
+
+impl EvenGatherBackend for CpuBackend {
+    fn all_gather_even(
+        value: CpuTensor,
+        axis: usize,
+        group: &CpuGroup,
+        executor: &CpuExecutor,
+    ) -> Result<Submission<CpuTensor, CpuCompletion>, CpuError> {
+        const OP: &str = "all_gather_even";
+        check_axis(OP, &value, axis)?;
+        let shape = value.dims().to_vec();
+        let width = value.extents()[axis] * group.size();
+        let reversed = executor.device().has(Defect::GatherReversed);
+        let expected = shape.clone();
+        let mut collective = Collective::new(
+            OP,
+            Box::new(move |all, _| {
+                same_shapes(OP, all, &expected)?;
+                let views = axis_views(OP, all, axis)?;
+                let mut blocks: Vec<(&[f32], usize)> = all
+                    .iter()
+                    .zip(&views)
+                    .map(|(c, v)| (c.values.as_slice(), v.extent))
+                    .collect();
+                if reversed {
+                    blocks.reverse();
+                }
+                Ok(concat_axis(views[0].outer, views[0].inner, &blocks))
+            }),
+        );
+        collective.output_shape = Some(with_axis(&shape, axis, width)?);
+        collective.input = Some(value);
+        submission(collective.submit(group, executor)?, OP)
+    }
+}
+
+impl UnevenGatherBackend for CpuBackend {
+    fn all_gather_uneven(
+        value: CpuTensor,
+        counts: &[usize],
+        axis: usize,
+        group: &CpuGroup,
+        executor: &CpuExecutor,
+    ) -> Result<Submission<CpuTensor, CpuCompletion>, CpuError> {
+        const OP: &str = "all_gather_uneven";
+        check_axis(OP, &value, axis)?;
+        if counts.len() != group.size() {
+            return Err(CpuError::invalid(
+                OP,
+                format!("one count per member ({})", group.size()),
+                format!("{} counts", counts.len()),
+            ));
+        }
+        let own = value.extents()[axis];
+        if counts[group.member()] != own {
+            return Err(CpuError::invalid(
+                OP,
+                format!(
+                    "member {}'s count {} to equal its extent along axis {axis}",
+                    group.member(),
+                    counts[group.member()]
+                ),
+                format!("extent {own}"),
+            ));
+        }
+        let total = counts
+            .iter()
+            .try_fold(0usize, |sum, c| sum.checked_add(*c))
+            .ok_or_else(|| CpuError::invalid(OP, "counts whose sum fits in usize", format!("{counts:?}")))?;
+        let shape = value.dims().to_vec();
+        let flat_counts = executor.device().has(Defect::UnevenCountsAsElements);
+        let counts = counts.to_vec();
+        let mut collective = Collective::new(
+            OP,
+            Box::new(move |all, _| {
+                let views = axis_views(OP, all, axis)?;
+                if let Some(member) = views.iter().zip(&counts).position(|(v, c)| v.extent != *c) {
+                    return Err(CpuError::MemberMismatch {
+                        operation: OP,
+                        member,
+                        detail: format!(
+                            "has extent {} along axis {axis}, counts say {}",
+                            views[member].extent, counts[member]
+                        ),
+                    });
+                }
+                if flat_counts {
+                    let flat = all
+                        .iter()
+                        .zip(&counts)
+                        .flat_map(|(c, n)| c.values.iter().take(*n).copied())
+                        .collect::<Vec<_>>();
+                    let wanted = views[0].outer * total * views[0].inner;
+                    let mut out = flat;
+                    out.resize(wanted, 0.0);
+                    return Ok(out);
+                }
+                let blocks: Vec<(&[f32], usize)> = all
+                    .iter()
+                    .zip(&views)
+                    .map(|(c, v)| (c.values.as_slice(), v.extent))
+                    .collect();
+                Ok(concat_axis(views[0].outer, views[0].inner, &blocks))
+            }),
+        );
+        collective.output_shape = Some(with_axis(&shape, axis, total)?);
+        collective.input = Some(value);
+        submission(collective.submit(group, executor)?, OP)
+    }
+}
+
+impl VariableAllToAllBackend for CpuBackend {
+    fn variable_all_to_all(
+        value: CpuTensor,
+        counts: &CommunicationPeerCounts,
+        axis: usize,
+        group: &CpuGroup,
+        executor: &CpuExecutor,
+    ) -> Result<Submission<CpuTensor, CpuCompletion>, CpuError> {
+        const OP: &str = "variable_all_to_all";
+        check_axis(OP, &value, axis)?;
+        if counts.group_size() != group.size() {
+            return Err(CpuError::invalid(
+                OP,
+                format!("counts for {} peers", group.size()),
+                format!("counts for {} peers", counts.group_size()),
+            ));
+        }
+        let sum = |c: &[usize]| c.iter().try_fold(0usize, |s, n| s.checked_add(*n));
+        let overflow = || CpuError::invalid(OP, "counts whose sum fits in usize", "an overflowing sum");
+        let sent = sum(counts.send()).ok_or_else(overflow)?;
+        let received = sum(counts.receive()).ok_or_else(overflow)?;
+        let own = value.extents()[axis];
+        if sent != own {
+            return Err(CpuError::invalid(
+                OP,
+                format!("send counts summing to the input's extent {own} along axis {axis}"),
+                format!("send counts {:?} summing to {sent}", counts.send()),
+            ));
+        }
+        let me = group.member();
+        let receive = counts.receive().to_vec();
+        let zero = sent == 0 && received == 0;
+        let shape = value.dims().to_vec();
+        let mut collective = Collective::new(
+            OP,
+            Box::new(move |all, _| {
+                let views = axis_views(OP, all, axis)?;
+                let mut blocks = Vec::with_capacity(all.len());
+                for (peer, (c, view)) in all.iter().zip(&views).enumerate() {
+                    let sends = &c.meta;
+                    let offset: usize = sends[..me].iter().sum();
+                    let len = sends[me];
+                    if len != receive[peer] {
+                        return Err(CpuError::MemberMismatch {
+                            operation: OP,
+                            member: peer,
+                            detail: format!(
+                                "sends {len} to member {me}, which expects {}",
+                                receive[peer]
+                            ),
+                        });
+                    }
+                    blocks.push((slice_axis(&c.values, *view, offset, len), len));
+                }
+                let blocks: Vec<(&[f32], usize)> =
+                    blocks.iter().map(|(d, n)| (d.as_slice(), *n)).collect();
+                Ok(concat_axis(views[me].outer, views[me].inner, &blocks))
+            }),
+        );
+        collective.meta = counts.send().to_vec();
+        collective.waits = !(zero && executor.device().has(Defect::AllToAllZeroSkips));
+        collective.output_shape = Some(with_axis(&shape, axis, received)?);
+        collective.input = Some(value);
+        submission(collective.submit(group, executor)?, OP)
+    }
+}
+
+impl BroadcastBackend for CpuBackend {
+    fn broadcast(
+        value: CpuTensor,
+        root: usize,
+        group: &CpuGroup,
+        executor: &CpuExecutor,
+    ) -> Result<Submission<CpuTensor, CpuCompletion>, CpuError> {
+        const OP: &str = "broadcast";
+        let size = group.size();
+        let root = if root < size {
+            root
+        } else if executor.device().has(Defect::BroadcastRootWraps) {
+            root % size
+        } else {
+            return Err(CpuError::invalid(
+                OP,
+                format!("a root member index below the group size {size}"),
+                format!("root {root}"),
+            ));
+        };
+        let sums = executor.device().has(Defect::BroadcastSums);
+        let shape = value.dims().to_vec();
+        let expected = shape.clone();
+        let mut collective = Collective::new(
+            OP,
+            Box::new(move |all, _| {
+                same_shapes(OP, all, &expected)?;
+                if let Some(member) = all.iter().position(|c| c.meta != [root]) {
+                    return Err(CpuError::MemberMismatch {
+                        operation: OP,
+                        member,
+                        detail: format!("names root {:?}, member 0 names {root}", all[member].meta),
+                    });
+                }
+                if sums {
+                    let mut sum = vec![0.0f32; all[root].values.len()];
+                    for c in all {
+                        for (acc, v) in sum.iter_mut().zip(&c.values) {
+                            *acc += v;
+                        }
+                    }
+                    return Ok(sum);
+                }
+                Ok(all[root].values.clone())
+            }),
+        );
+        collective.meta = vec![root];
+        collective.output_shape = Some(shape);
+        collective.input = Some(value);
+        submission(collective.submit(group, executor)?, OP)
+    }
+}
+
+impl BarrierBackend for CpuBackend {
+    fn barrier(group: &CpuGroup, executor: &CpuExecutor) -> Result<CpuCompletion, CpuError> {
+        let mut collective = Collective::new("barrier", Box::new(|_, _| Ok(Vec::new())));
+        collective.waits = !executor.device().has(Defect::BarrierEarly);
+        Ok(collective.submit(group, executor)?.1)
+    }
+}
+
+/// The host boolean of a failure agreement, authoritative after completion.
+#[derive(Debug, Clone)]
+pub struct CpuAgreement {
+    result: Arc<Mutex<Option<bool>>>,
+}
+
+impl FailureAgreementBackend for CpuBackend {
+    type FailureAgreementOutput = CpuAgreement;
+
+    fn agree_success(
+        local_success: bool,
+        group: &CpuGroup,
+        executor: &CpuExecutor,
+    ) -> Result<Submission<CpuAgreement, CpuCompletion>, CpuError> {
+        const OP: &str = "agree_success";
+        let device = executor.device();
+        let local_only = device.has(Defect::AgreementLocal);
+        let output = CpuAgreement {
+            result: Arc::new(Mutex::new(None)),
+        };
+        let slot = Arc::downgrade(&output.result);
+        let mut collective = Collective::new(
+            OP,
+            Box::new(move |all, _| {
+                let agreed = if local_only {
+                    local_success
+                } else {
+                    all.iter().all(|c| c.meta == [1])
+                };
+                let slot = reach(&slot, OP, "agreement output")?;
+                if let Ok(mut result) = slot.lock() {
+                    *result = Some(agreed);
+                }
+                Ok(Vec::new())
+            }),
+        );
+        collective.meta = vec![usize::from(local_success)];
+        let (_, completion) = collective.submit(group, executor)?;
+        if !device.has(Defect::OutputNotRetained) {
+            let retained = Box::new(Arc::clone(&output.result));
+            if let Err(already_complete) = completion.core().retain(retained) {
+                drop(already_complete);
+            }
+        }
+        if device.has(Defect::AgreementBlocks) {
+            let deadline = Instant::now() + Duration::from_secs(2);
+            completion.core().wait_for(Some(deadline), |seen| seen.phase.is_terminal());
+        }
+        Ok(Submission { output, completion })
+    }
+
+    fn resolve_failure_agreement(output: CpuAgreement) -> Result<bool, CpuError> {
+        let value = output.result.lock().ok().and_then(|result| *result);
+        value.ok_or(CpuError::NotMaterialised {
+            storage: 0,
+            reason: "the failure agreement has not completed".into(),
+        })
+    }
+}

@@ -1,0 +1,171 @@
+//! `PointToPointBackend`: ordered bundles over a directed route.
+
+use std::sync::Weak;
+
+use eredu_core::Submission;
+use eredu_runtime::backend::PointToPointBackend;
+use eredu_runtime::RoleExactBoundaryValue;
+
+use super::{reach, Retention};
+use crate::completion::CpuCompletion;
+use crate::defect::Defect;
+use crate::error::CpuError;
+use crate::executor::{CpuExecutor, WorkCtx, WorkKind};
+use crate::route::{CpuRoute, Framed, Message, RouteEnd};
+use crate::tensor::{CpuTensor, Storage};
+use crate::CpuBackend;
+
+const OP: &str = "send_receive";
+
+impl PointToPointBackend for CpuBackend {
+    fn send_receive(
+        values: Vec<RoleExactBoundaryValue<CpuTensor>>,
+        route: &CpuRoute,
+        executor: &CpuExecutor,
+    ) -> Result<Submission<Vec<CpuTensor>, CpuCompletion>, CpuError> {
+        let device = executor.device();
+        let retain_inputs = !device.has(Defect::CollectiveDropsResources);
+        let retain_output = !device.has(Defect::OutputNotRetained);
+        let mut retention = Retention::default();
+        let end = retention.keep(&route.end, retain_inputs);
+        let (headers, tensors): (Vec<Vec<u8>>, Vec<CpuTensor>) =
+            values.into_iter().map(RoleExactBoundaryValue::into_parts).unzip();
+        let inputs: Vec<(Weak<Storage>, Vec<i32>)> = tensors
+            .iter()
+            .map(|t| (retention.storage(t, retain_inputs), t.dims().to_vec()))
+            .collect();
+        let (output, body): (Vec<CpuTensor>, crate::executor::Body) = if route.is_source() {
+            let separate = device.has(Defect::SeparateHeaderMessage);
+            let body = Box::new(move |_: &WorkCtx<'_>| {
+                let end = reach(&end, OP, "route")?;
+                let mut framed = Vec::with_capacity(inputs.len());
+                for ((weak, shape), header) in inputs.iter().zip(headers) {
+                    let payload = reach(weak, OP, "input storage")?.force()?;
+                    framed.push(Framed {
+                        header,
+                        shape: shape.clone(),
+                        payload,
+                    });
+                }
+                send(&end, framed, separate);
+                Ok(())
+            });
+            (tensors, body)
+        } else {
+            let outputs: Vec<CpuTensor> = tensors
+                .iter()
+                .map(|t| CpuTensor::pending(executor.ledger(), t.dims().to_vec()))
+                .collect();
+            let slots: Vec<Weak<Storage>> = outputs
+                .iter()
+                .map(|t| retention.storage(t, retain_output))
+                .collect();
+            let check_headers = !device.has(Defect::SkipHeaderCheck);
+            let reversed = device.has(Defect::PointToPointReversed);
+            let body = Box::new(move |ctx: &WorkCtx<'_>| {
+                let end = reach(&end, OP, "route")?;
+                let result = receive(ctx, &end, &headers, &inputs, check_headers);
+                let slots = slots
+                    .iter()
+                    .map(|slot| reach(slot, OP, "output storage"))
+                    .collect::<Result<Vec<_>, _>>()?;
+                match result {
+                    Ok(mut received) => {
+                        if reversed {
+                            received.reverse();
+                        }
+                        for (slot, value) in slots.iter().zip(received) {
+                            slot.publish(Ok(value.payload));
+                        }
+                        Ok(())
+                    }
+                    Err(error) => {
+                        for slot in &slots {
+                            slot.publish(Err(error.clone()));
+                        }
+                        Err(error)
+                    }
+                }
+            });
+            (outputs, body)
+        };
+        let completion =
+            executor.enqueue(OP, WorkKind::Communication, retention.into_vec(), body)?;
+        Ok(Submission { output, completion })
+    }
+}
+
+/// Transmits a bundle: one native message, or two under the P2P-3 defect.
+fn send(end: &RouteEnd, framed: Vec<Framed>, separate: bool) {
+    if separate {
+        end.transmit(Message::Headers(framed.iter().map(|f| f.header.clone()).collect()));
+        end.transmit(Message::Payloads(
+            framed.into_iter().map(|f| (f.shape, f.payload)).collect(),
+        ));
+    } else {
+        end.transmit(Message::Bundle(framed));
+    }
+}
+
+/// Receives one bundle and checks it against the expected headers and shapes.
+fn receive(
+    ctx: &WorkCtx<'_>,
+    end: &RouteEnd,
+    expected_headers: &[Vec<u8>],
+    expected: &[(Weak<Storage>, Vec<i32>)],
+    check_headers: bool,
+) -> Result<Vec<Framed>, CpuError> {
+    let received = match end.receive(ctx, OP)? {
+        Message::Bundle(values) => values,
+        Message::Headers(headers) => match end.receive(ctx, OP)? {
+            Message::Payloads(payloads) => headers
+                .into_iter()
+                .zip(payloads)
+                .map(|(header, (shape, payload))| Framed {
+                    header,
+                    shape,
+                    payload,
+                })
+                .collect(),
+            other => return Err(malformed(end, &other)),
+        },
+        other => return Err(malformed(end, &other)),
+    };
+    if received.len() != expected.len() {
+        return Err(CpuError::invalid(
+            OP,
+            format!("a bundle of {} values on route {}", expected.len(), end.id()),
+            format!("{} values", received.len()),
+        ));
+    }
+    for (index, (value, (header, (_, shape)))) in received
+        .iter()
+        .zip(expected_headers.iter().zip(expected))
+        .enumerate()
+    {
+        if check_headers && value.header != *header {
+            return Err(CpuError::HeaderMismatch {
+                route: end.id(),
+                index,
+                expected: header.clone(),
+                received: value.header.clone(),
+            });
+        }
+        if value.shape != *shape {
+            return Err(CpuError::invalid(
+                OP,
+                format!("value {index} of shape {shape:?} on route {}", end.id()),
+                format!("shape {:?}", value.shape),
+            ));
+        }
+    }
+    Ok(received)
+}
+
+fn malformed(end: &RouteEnd, message: &Message) -> CpuError {
+    CpuError::invalid(
+        OP,
+        format!("a bundle message on route {}", end.id()),
+        format!("{message:?}"),
+    )
+}

@@ -1,0 +1,185 @@
+//! Routes: directed mailboxes between two ranks.
+//!
+//! Each `send_receive` on the source end transmits one native message that
+//! carries every value's in-band header together with its payload (P2P-3).
+//! The destination end compares the header bytes it actually received with
+//! its own expected `header()` before its completion can succeed (P2P-2).
+//! Every message is recorded in a wire log, the instrument P2P-3 needs.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+
+use eredu_runtime::CommunicationRouteId;
+
+use crate::device::CpuDevice;
+use crate::error::CpuError;
+use crate::executor::{WorkCtx, CANCEL_POLL};
+use crate::ledger::{Kind, Ledger};
+
+/// One value as it travels: header bytes, shape and payload.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Framed {
+    pub(crate) header: Vec<u8>,
+    pub(crate) shape: Vec<i32>,
+    pub(crate) payload: Vec<f32>,
+}
+
+/// One native message on a route.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Message {
+    /// Headers and payloads of a whole bundle together (the correct framing).
+    Bundle(Vec<Framed>),
+    /// Headers alone (the P2P-3 defect sends these before the payloads).
+    Headers(Vec<Vec<u8>>),
+    /// Payloads alone, with shapes (the P2P-3 defect).
+    Payloads(Vec<(Vec<i32>, Vec<f32>)>),
+}
+
+/// What the wire log records of one native message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WireMessage {
+    /// Header bytes carried by the message, one entry per value.
+    pub headers: Vec<Vec<u8>>,
+    /// Payload bytes carried by the message.
+    pub payload_bytes: usize,
+}
+
+pub(crate) struct RouteShared {
+    id: CommunicationRouteId,
+    source: usize,
+    destination: usize,
+    mailbox: Mutex<VecDeque<Message>>,
+    arrived: Condvar,
+    wire: Mutex<Vec<WireMessage>>,
+}
+
+fn guard<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    match mutex.lock() {
+        Ok(guard) => guard,
+        Err(poisoned) => poisoned.into_inner(),
+    }
+}
+
+impl RouteShared {
+    pub(crate) fn new(id: CommunicationRouteId, source: usize, destination: usize) -> Arc<Self> {
+        Arc::new(Self {
+            id,
+            source,
+            destination,
+            mailbox: Mutex::new(VecDeque::new()),
+            arrived: Condvar::new(),
+            wire: Mutex::new(Vec::new()),
+        })
+    }
+
+    pub(crate) fn endpoints(&self) -> (usize, usize) {
+        (self.source, self.destination)
+    }
+}
+
+/// One endpoint's native handle; counted by the ledger.
+pub(crate) struct RouteEnd {
+    shared: Arc<RouteShared>,
+    is_source: bool,
+    ledger: Arc<Ledger>,
+}
+
+impl Drop for RouteEnd {
+    fn drop(&mut self) {
+        self.ledger.down(Kind::Route);
+    }
+}
+
+impl RouteEnd {
+    pub(crate) fn id(&self) -> u64 {
+        self.shared.id.value()
+    }
+
+    /// Transmits one native message.
+    pub(crate) fn transmit(&self, message: Message) {
+        let record = match &message {
+            Message::Bundle(values) => WireMessage {
+                headers: values.iter().map(|v| v.header.clone()).collect(),
+                payload_bytes: values.iter().map(|v| v.payload.len() * 4).sum(),
+            },
+            Message::Headers(headers) => WireMessage {
+                headers: headers.clone(),
+                payload_bytes: 0,
+            },
+            Message::Payloads(payloads) => WireMessage {
+                headers: Vec::new(),
+                payload_bytes: payloads.iter().map(|(_, p)| p.len() * 4).sum(),
+            },
+        };
+        guard(&self.shared.wire).push(record);
+        guard(&self.shared.mailbox).push_back(message);
+        self.shared.arrived.notify_all();
+    }
+
+    /// Waits for the next message, observing cancellation.
+    pub(crate) fn receive(
+        &self,
+        ctx: &WorkCtx<'_>,
+        operation: &'static str,
+    ) -> Result<Message, CpuError> {
+        let mut mailbox = guard(&self.shared.mailbox);
+        loop {
+            if let Some(message) = mailbox.pop_front() {
+                return Ok(message);
+            }
+            if ctx.cancelled() {
+                return Err(CpuError::Cancelled { operation });
+            }
+            mailbox = match self.shared.arrived.wait_timeout(mailbox, CANCEL_POLL) {
+                Ok((guard, _)) => guard,
+                Err(poisoned) => poisoned.into_inner().0,
+            };
+        }
+    }
+}
+
+/// The CPU backend's communication route: this rank's endpoint.
+#[derive(Clone)]
+pub struct CpuRoute {
+    pub(crate) end: Arc<RouteEnd>,
+}
+
+impl std::fmt::Debug for CpuRoute {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CpuRoute")
+            .field("id", &self.end.id())
+            .field("source", &self.end.shared.source)
+            .field("destination", &self.end.shared.destination)
+            .field("this_end", &if self.end.is_source { "source" } else { "destination" })
+            .finish()
+    }
+}
+
+impl CpuRoute {
+    pub(crate) fn new(device: &CpuDevice, shared: Arc<RouteShared>, is_source: bool) -> Self {
+        let ledger = Arc::clone(device.ledger_ref());
+        ledger.up(Kind::Route);
+        Self {
+            end: Arc::new(RouteEnd {
+                shared,
+                is_source,
+                ledger,
+            }),
+        }
+    }
+
+    /// Route identity.
+    pub fn id(&self) -> CommunicationRouteId {
+        self.end.shared.id
+    }
+
+    /// Whether this endpoint sends.
+    pub fn is_source(&self) -> bool {
+        self.end.is_source
+    }
+
+    /// Every native message transmitted on this route so far (the wire-log instrument).
+    pub fn wire_log(&self) -> Vec<WireMessage> {
+        guard(&self.end.shared.wire).clone()
+    }
+}

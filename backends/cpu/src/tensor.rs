@@ -1,0 +1,256 @@
+//! Tensors: host arrays behind reference-counted native storage.
+//!
+//! A storage is *native* in the sense the contract cares about: the ledger
+//! records it from allocation to drop, so a liveness probe can tell whether
+//! it is still allocated (RET-1, RET-3, RET-5). Values are lazy: tensor
+//! operations build deferred storages that read their inputs only when they
+//! are evaluated, by `submit`, `submit_local_dependencies`, a collective that
+//! consumes them, or an explicit `to_f32_vec`.
+
+use std::fmt;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use crate::error::CpuError;
+use crate::ledger::{Ledger, StorageId};
+
+type Deferred = Box<dyn FnOnce() -> Result<Vec<f32>, CpuError> + Send>;
+
+enum Cell {
+    /// Values are on the host.
+    Ready(Vec<f32>),
+    /// Values will be computed on first evaluation.
+    Deferred(Deferred),
+    /// Output of communication work that has not published yet.
+    Pending,
+    /// Evaluation or the producing work failed; the failure is sticky.
+    Failed(CpuError),
+}
+
+/// One allocation of native tensor memory.
+pub(crate) struct Storage {
+    id: StorageId,
+    ledger: Arc<Ledger>,
+    cell: Mutex<Cell>,
+}
+
+impl Storage {
+    fn new(ledger: &Arc<Ledger>, cell: Cell) -> Arc<Self> {
+        Arc::new(Self {
+            id: ledger.storage_allocated(),
+            ledger: Arc::clone(ledger),
+            cell: Mutex::new(cell),
+        })
+    }
+
+    fn cell(&self) -> MutexGuard<'_, Cell> {
+        match self.cell.lock() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        }
+    }
+
+    pub(crate) fn id(&self) -> StorageId {
+        self.id
+    }
+
+    /// Evaluates a deferred value in place and returns a copy of the values.
+    pub(crate) fn force(&self) -> Result<Vec<f32>, CpuError> {
+        let mut cell = self.cell();
+        self.force_locked(&mut cell)?;
+        match &*cell {
+            Cell::Ready(values) => Ok(values.clone()),
+            Cell::Failed(error) => Err(error.clone()),
+            Cell::Pending | Cell::Deferred(_) => Err(self.not_ready()),
+        }
+    }
+
+    /// Evaluates a deferred value in place without copying it out.
+    pub(crate) fn evaluate(&self) -> Result<(), CpuError> {
+        let mut cell = self.cell();
+        self.force_locked(&mut cell)
+    }
+
+    fn force_locked(&self, cell: &mut Cell) -> Result<(), CpuError> {
+        if let Cell::Deferred(_) = cell {
+            let Cell::Deferred(compute) = std::mem::replace(cell, Cell::Pending) else {
+                unreachable!("matched Deferred above");
+            };
+            *cell = match compute() {
+                Ok(values) => Cell::Ready(values),
+                Err(error) => Cell::Failed(error),
+            };
+        }
+        match cell {
+            Cell::Failed(error) => Err(error.clone()),
+            Cell::Pending => Err(self.not_ready()),
+            _ => Ok(()),
+        }
+    }
+
+    /// Values if they are on the host already; never evaluates.
+    pub(crate) fn peek(&self) -> Option<Vec<f32>> {
+        match &*self.cell() {
+            Cell::Ready(values) => Some(values.clone()),
+            _ => None,
+        }
+    }
+
+    /// Whether the value waits for communication work to publish it.
+    pub(crate) fn is_pending(&self) -> bool {
+        matches!(&*self.cell(), Cell::Pending)
+    }
+
+    pub(crate) fn is_materialised(&self) -> bool {
+        matches!(&*self.cell(), Cell::Ready(_))
+    }
+
+    /// Publishes the result of communication work.
+    pub(crate) fn publish(&self, result: Result<Vec<f32>, CpuError>) {
+        *self.cell() = match result {
+            Ok(values) => Cell::Ready(values),
+            Err(error) => Cell::Failed(error),
+        };
+    }
+
+    fn not_ready(&self) -> CpuError {
+        CpuError::NotMaterialised {
+            storage: self.id.value(),
+            reason: "its producing communication has not completed".into(),
+        }
+    }
+}
+
+impl Drop for Storage {
+    fn drop(&mut self) {
+        self.ledger.storage_freed(self.id);
+    }
+}
+
+/// The CPU backend's tensor handle: a logical shape and shared native storage.
+///
+/// Cloning a tensor clones the handle, not the storage.
+#[derive(Clone)]
+pub struct CpuTensor {
+    shape: Vec<i32>,
+    storage: Arc<Storage>,
+}
+
+impl fmt::Debug for CpuTensor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CpuTensor")
+            .field("shape", &self.shape)
+            .field("storage", &self.storage.id.value())
+            .field("materialised", &self.storage.is_materialised())
+            .finish()
+    }
+}
+
+impl CpuTensor {
+    /// Creates a materialised tensor, checking that `values` fills `shape`.
+    pub(crate) fn ready(
+        ledger: &Arc<Ledger>,
+        operation: &'static str,
+        values: Vec<f32>,
+        shape: &[i32],
+    ) -> Result<Self, CpuError> {
+        let elements = element_count(operation, shape)?;
+        if elements != values.len() {
+            return Err(CpuError::invalid(
+                operation,
+                format!("{elements} values for shape {shape:?}"),
+                format!("{} values", values.len()),
+            ));
+        }
+        Ok(Self {
+            shape: shape.to_vec(),
+            storage: Storage::new(ledger, Cell::Ready(values)),
+        })
+    }
+
+    /// Creates a tensor whose values are computed on first evaluation.
+    pub(crate) fn deferred(
+        ledger: &Arc<Ledger>,
+        shape: Vec<i32>,
+        compute: impl FnOnce() -> Result<Vec<f32>, CpuError> + Send + 'static,
+    ) -> Self {
+        Self {
+            shape,
+            storage: Storage::new(ledger, Cell::Deferred(Box::new(compute))),
+        }
+    }
+
+    /// Creates the output of communication work, published at completion.
+    pub(crate) fn pending(ledger: &Arc<Ledger>, shape: Vec<i32>) -> Self {
+        Self {
+            shape,
+            storage: Storage::new(ledger, Cell::Pending),
+        }
+    }
+
+    /// Logical shape.
+    pub fn dims(&self) -> &[i32] {
+        &self.shape
+    }
+
+    /// Identity of the native storage, for liveness probes.
+    pub fn storage_id(&self) -> StorageId {
+        self.storage.id
+    }
+
+    /// Host values if already materialised; never evaluates or waits.
+    ///
+    /// This is the kit's read-back: a value that `submit` should have
+    /// materialised but did not reads as `None` (SUB-2).
+    pub fn read_materialised(&self) -> Option<Vec<f32>> {
+        self.storage.peek()
+    }
+
+    /// Whether the values are on the host.
+    pub fn is_materialised(&self) -> bool {
+        self.storage.is_materialised()
+    }
+
+    /// Evaluates (if deferred) and copies the values out.
+    pub fn values(&self) -> Result<Vec<f32>, CpuError> {
+        self.storage.force()
+    }
+
+    pub(crate) fn storage(&self) -> &Arc<Storage> {
+        &self.storage
+    }
+
+    /// The ledger this tensor's storage is accounted in.
+    pub(crate) fn ledger(&self) -> &Arc<Ledger> {
+        &self.storage.ledger
+    }
+
+    /// Shape as `usize` extents.
+    pub(crate) fn extents(&self) -> Vec<usize> {
+        self.shape.iter().map(|&d| d.max(0) as usize).collect()
+    }
+
+    /// Number of elements.
+    pub(crate) fn len(&self) -> usize {
+        self.extents().iter().product()
+    }
+}
+
+/// Number of elements of `shape`, rejecting negative extents and overflow.
+pub(crate) fn element_count(operation: &'static str, shape: &[i32]) -> Result<usize, CpuError> {
+    shape.iter().try_fold(1usize, |total, &dim| {
+        if dim < 0 {
+            return Err(CpuError::invalid(
+                operation,
+                "non-negative extents",
+                format!("shape {shape:?}"),
+            ));
+        }
+        total.checked_mul(dim as usize).ok_or_else(|| {
+            CpuError::invalid(
+                operation,
+                "an element count that fits in usize",
+                format!("shape {shape:?}"),
+            )
+        })
+    })
+}
