@@ -67,3 +67,77 @@ impl Drop for DropFlag {
         self.0.store(true, std::sync::atomic::Ordering::SeqCst);
     }
 }
+
+/// Exactly representable test value of element `index` of rank `rank`'s input.
+pub fn value(rank: usize, index: usize) -> f32 {
+    (rank * 1000 + index) as f32
+}
+
+/// A tensor of `shape` whose flat element `i` is `value(rank, i)`.
+pub fn ranked(device: &CpuDevice, rank: usize, shape: &[i32]) -> CpuTensor {
+    let len: usize = shape.iter().map(|&d| d as usize).product();
+    let values: Vec<f32> = (0..len).map(|i| value(rank, i)).collect();
+    tensor(device, &values, shape)
+}
+
+/// The materialised values of `tensor` (panics when it is not materialised).
+pub fn read(tensor: &CpuTensor) -> Vec<f32> {
+    tensor.read_materialised().expect("materialised output")
+}
+
+/// Waits (bounded, ten seconds) for a submission that must succeed; returns its output.
+pub fn settle<T: std::fmt::Debug>(
+    submission: eredu_core::Submission<T, commcheck_cpu::CpuCompletion>,
+) -> T {
+    match submission.wait_bounded(policy(Duration::from_secs(10), NATIVE)) {
+        Ok(eredu_core::BoundedSubmissionOutcome::Completed(output)) => output,
+        other => panic!("expected exact completion, got {other:?}"),
+    }
+}
+
+/// Waits (bounded, five seconds) for a completion that must fail; returns its error.
+pub fn failure(completion: commcheck_cpu::CpuCompletion) -> commcheck_cpu::CpuError {
+    use eredu_core::BoundedCompletion;
+    match completion.wait_bounded(policy(Duration::from_secs(5), NATIVE)) {
+        Err(error) => error,
+        Ok(outcome) => panic!("expected an error, got {outcome:?}"),
+    }
+}
+
+/// Polls `condition` for up to `limit`.
+pub fn eventually_within(limit: Duration, condition: impl Fn() -> bool) -> bool {
+    let start = std::time::Instant::now();
+    while start.elapsed() < limit {
+        if condition() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    condition()
+}
+
+/// Frames `tensors` for route `route` under a boundary contract of F32 roles
+/// `(name, shape)` in schema `schema`.
+pub fn framed(
+    schema: &str,
+    route: eredu_runtime::CommunicationRouteId,
+    roles: &[(&str, &[usize])],
+    tensors: Vec<CpuTensor>,
+) -> Vec<eredu_runtime::RoleExactBoundaryValue<CpuTensor>> {
+    use eredu_runtime::{BoundaryRoleContract, RoleExactBoundaryContract};
+    let roles: Vec<_> = roles
+        .iter()
+        .map(|(name, shape)| {
+            BoundaryRoleContract::new(
+                *name,
+                eredu_core::checkpoint::TensorDtype::F32,
+                shape.to_vec(),
+            )
+            .expect("role")
+        })
+        .collect();
+    RoleExactBoundaryContract::new(schema, roles.clone())
+        .expect("contract")
+        .frame_values(route, &roles, tensors)
+        .expect("framed values")
+}

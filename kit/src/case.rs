@@ -1,0 +1,124 @@
+//! Cases: one named test per (invariant, subject) pair, such as `CAN-5::all_reduce_sum`.
+
+use std::sync::Arc;
+
+use crate::check::Check;
+use crate::harness::{Harness, Instruments};
+use crate::matrix::{self, Driver, Subject};
+use crate::spec::{self, Invariant};
+use crate::world::{RankCtx, Script};
+
+/// How a suite row runs.
+pub(crate) enum Body<H: Harness> {
+    /// On the completion matrix: the subject script runs on rank 0 with the
+    /// subject's driver, the late-peer role on the other ranks.
+    Matrix(fn(&RankCtx<'_, H>, Driver<H>) -> Check),
+    /// A script of its own, on `ranks` ranks.
+    Direct {
+        ranks: usize,
+        script: fn(&RankCtx<'_, H>) -> Check,
+    },
+}
+
+/// One row of a suite: an invariant checked on every subject it applies to.
+pub(crate) struct Row<H: Harness> {
+    pub(crate) id: &'static str,
+    pub(crate) applies: fn(Subject) -> bool,
+    pub(crate) requires: Instruments,
+    /// Timing-sensitive: a failure is retried once; fail-then-pass is `flaky`.
+    pub(crate) timing: bool,
+    pub(crate) body: Body<H>,
+}
+
+/// One named case.
+pub struct Case<H: Harness> {
+    pub(crate) invariant: &'static Invariant,
+    pub(crate) subject: Subject,
+    pub(crate) ranks: usize,
+    pub(crate) timing: bool,
+    /// `Err(reason)`: the case is not supported and will not run.
+    pub(crate) script: Result<Script<H>, String>,
+}
+
+impl<H: Harness> Case<H> {
+    /// The case's name, e.g. `RET-3::all_reduce_sum`.
+    pub fn name(&self) -> String {
+        format!("{}::{}", self.invariant.id, self.subject)
+    }
+
+    /// The invariant under test.
+    pub fn invariant(&self) -> &'static Invariant {
+        self.invariant
+    }
+
+    /// What the case exercises.
+    pub fn subject(&self) -> Subject {
+        self.subject
+    }
+
+    /// Why the case cannot run, when it cannot.
+    pub fn unsupported(&self) -> Option<&str> {
+        self.script.as_ref().err().map(String::as_str)
+    }
+}
+
+/// Every subject a row may apply to, in report order.
+fn subjects() -> Vec<Subject> {
+    let mut subjects = vec![
+        Subject::LocalDependencies,
+        Subject::Submit,
+        Subject::ForkExecutors,
+        Subject::OrderAfter,
+    ];
+    subjects.extend(crate::Operation::ALL.map(Subject::Operation));
+    subjects
+}
+
+/// Builds every case for `harness`: each row on each subject it applies to;
+/// rows whose subject is unclaimed or whose instruments are missing become
+/// `not-supported` cases.
+pub fn catalogue<H: Harness>(harness: &H) -> Vec<Case<H>> {
+    let claims = harness.claims();
+    let instruments = harness.instruments();
+    let mut drivers = vec![matrix::local_dependencies_driver::<H>(), matrix::submit_driver::<H>()];
+    drivers.extend(claims.drivers.iter().copied());
+    let mut cases = Vec::new();
+    for row in crate::suites::rows::<H>() {
+        let Some(invariant) = spec::invariant(row.id) else {
+            continue;
+        };
+        for subject in subjects().into_iter().filter(|s| (row.applies)(*s)) {
+            let driver = drivers.iter().find(|d| d.subject == subject).copied();
+            let (ranks, script) = match (&row.body, driver) {
+                (Body::Direct { ranks, script }, _) if subject.operation().is_none() || driver.is_some() => {
+                    let script = *script;
+                    (*ranks, Ok(Arc::new(script) as Script<H>))
+                }
+                (Body::Matrix(run), Some(driver)) => {
+                    let run = *run;
+                    (driver.ranks, Ok(driver.script(run)))
+                }
+                _ => (
+                    1,
+                    Err(format!("{subject} is not claimed by this backend")),
+                ),
+            };
+            let missing = instruments.missing(row.requires);
+            let script = match script {
+                Ok(_) if !missing.is_empty() => Err(format!(
+                    "needs the {} instrument, which the harness does not provide",
+                    missing.join(", ")
+                )),
+                other => other,
+            };
+            cases.push(Case {
+                invariant,
+                subject,
+                ranks,
+                timing: row.timing,
+                script,
+            });
+        }
+    }
+    cases
+}

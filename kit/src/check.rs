@@ -1,0 +1,77 @@
+//! What one rank's part of a case finds.
+
+use std::time::Duration;
+
+/// Why a rank's script did not pass.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Finding {
+    /// The backend broke the invariant under test.
+    Violation(String),
+    /// An instrument, claim or capability the check needs is missing.
+    NotSupported(String),
+    /// The harness failed (world, tensor, group, route...). Reported as `fail`
+    /// naming the harness error, since nothing was checked.
+    Harness(String),
+}
+
+/// The result of one rank's script.
+pub type Check = Result<(), Finding>;
+
+/// A violation, formatted.
+#[macro_export]
+#[doc(hidden)]
+macro_rules! violation {
+    ($($arg:tt)*) => {
+        $crate::check::Finding::Violation(format!($($arg)*))
+    };
+}
+
+/// Returns a violation unless `condition` holds.
+pub fn ensure(condition: bool, message: impl FnOnce() -> String) -> Check {
+    if condition {
+        Ok(())
+    } else {
+        Err(Finding::Violation(message()))
+    }
+}
+
+/// Converts a harness error into a finding.
+pub fn harness<T>(result: Result<T, crate::HarnessError>) -> Result<T, Finding> {
+    result.map_err(|error| Finding::Harness(error.0))
+}
+
+/// Polls `condition` until it holds or `limit` passes; returns whether it held.
+pub fn eventually(limit: Duration, mut condition: impl FnMut() -> bool) -> bool {
+    let start = std::time::Instant::now();
+    loop {
+        if condition() {
+            return true;
+        }
+        if start.elapsed() >= limit {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// Timing constants every timing-sensitive check uses. They are generous on
+/// purpose (a loaded 2-core CI machine must not produce false failures), and a
+/// timing check that fails is retried once before it is reported.
+pub mod slack {
+    use std::time::Duration;
+
+    /// How long pending work is given to (wrongly) complete before a check
+    /// asserts it is still pending.
+    pub const SETTLE: Duration = Duration::from_millis(30);
+    /// The longest a nonblocking call may take (EXC-1, EXC-8, AGR-2).
+    pub const PROMPT: Duration = Duration::from_millis(250);
+    /// How long released work is given to complete.
+    pub const RELEASE: Duration = Duration::from_secs(5);
+    /// Deadline used for `wait_bounded` while work is pending.
+    pub const DEADLINE: Duration = Duration::from_millis(40);
+    /// Extra time `wait_bounded` may take beyond its timeout (CAN-2),
+    /// excluding NativeCancel teardown, which is measured separately.
+    pub const OVERRUN: Duration = Duration::from_millis(500);
+    /// Time given to the backend to release resources after completion (RET-7).
+    pub const RELEASE_RESOURCES: Duration = Duration::from_secs(2);
+}

@@ -1,0 +1,586 @@
+//! The completion matrix: every kind of completion a backend returns, each
+//! with a standard submission and a way to keep it pending.
+//!
+//! Local work (local dependencies, plain submissions) is kept pending with the
+//! hold instrument. Communication work is kept pending by a *late peer*: every
+//! rank but the subject (rank 0) submits only when the subject releases it,
+//! which needs no instrument at all.
+
+use std::time::Duration;
+
+use eredu_core::{
+    BoundedCompletion, BoundedCompletionOutcome, BoundedCompletionWait, Completion,
+};
+use eredu_runtime::backend::{
+    BarrierBackend, BroadcastBackend, CommunicationBackend, EvenGatherBackend,
+    FailureAgreementBackend, PointToPointBackend, SubmissionBackend, SumReductionBackend,
+    UnevenGatherBackend, VariableAllToAllBackend,
+};
+use eredu_runtime::{
+    BoundaryRoleContract, CommunicationPeerCounts, CommunicationRouteId,
+    RoleExactBoundaryContract,
+};
+
+use crate::check::{slack, Check, Finding};
+use crate::claims::Operation;
+use crate::harness::{Backend, CommCompletion, CompletionRef, Harness, HoldGuard, PlainCompletion, Probe};
+use crate::world::RankCtx;
+
+/// What a case is about: the kind of completion or submission API.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Subject {
+    /// `CommunicationBackend::submit_local_dependencies`.
+    LocalDependencies,
+    /// `SubmissionBackend::submit`.
+    Submit,
+    /// `SubmissionBackend::fork_executors`.
+    ForkExecutors,
+    /// `SubmissionBackend::order_after`.
+    OrderAfter,
+    /// A claimed operation.
+    Operation(Operation),
+}
+
+impl Subject {
+    /// The name used after `::` in case names.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::LocalDependencies => "local_dependencies",
+            Self::Submit => "submit",
+            Self::ForkExecutors => "fork_executors",
+            Self::OrderAfter => "order_after",
+            Self::Operation(operation) => operation.name(),
+        }
+    }
+
+    /// The operation, when the subject is one.
+    pub fn operation(self) -> Option<Operation> {
+        match self {
+            Self::Operation(operation) => Some(operation),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for Subject {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// How a driver's work is kept pending.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PendingVia {
+    /// The hold instrument on the subject's executor.
+    Hold,
+    /// Every rank but the subject submits late.
+    LatePeer,
+}
+
+/// Either kind of completion, behind one interface.
+pub(crate) enum Handle<H: Harness> {
+    Plain(PlainCompletion<H>),
+    Communication(CommCompletion<H>),
+}
+
+impl<H: Harness> Handle<H> {
+    pub(crate) fn is_complete(&self) -> Result<bool, String> {
+        match self {
+            Self::Plain(c) => c.is_complete().map_err(|e| e.to_string()),
+            Self::Communication(c) => c.is_complete().map_err(|e| e.to_string()),
+        }
+    }
+
+    pub(crate) fn wait(&self) -> Result<(), String> {
+        match self {
+            Self::Plain(c) => c.wait().map_err(|e| e.to_string()),
+            Self::Communication(c) => c.wait().map_err(|e| e.to_string()),
+        }
+    }
+
+    pub(crate) fn resources_releasable(&self) -> bool {
+        match self {
+            Self::Plain(c) => c.resources_releasable(),
+            Self::Communication(c) => c.resources_releasable(),
+        }
+    }
+
+    /// `None` for plain completions, which have no bounded wait.
+    pub(crate) fn wait_bounded(
+        self,
+        policy: BoundedCompletionWait,
+    ) -> Option<Result<BoundedCompletionOutcome, String>> {
+        match self {
+            Self::Plain(_) => None,
+            Self::Communication(c) => Some(c.wait_bounded(policy).map_err(|e| e.to_string())),
+        }
+    }
+
+    pub(crate) fn as_ref(&self) -> CompletionRef<'_, H> {
+        match self {
+            Self::Plain(c) => CompletionRef::Plain(c),
+            Self::Communication(c) => CompletionRef::Communication(c),
+        }
+    }
+
+    /// Whether this completion supports `wait_bounded`.
+    pub(crate) fn is_bounded(&self) -> bool {
+        matches!(self, Self::Communication(_))
+    }
+}
+
+/// Verifies the outputs of a completed submission (and owns them until then).
+pub(crate) type Verify<H> = Box<dyn FnOnce(&RankCtx<'_, H>) -> Check>;
+
+/// One submission on one rank.
+pub(crate) struct Submitted<H: Harness> {
+    pub(crate) completion: Handle<H>,
+    /// Probes on inputs whose every caller-side handle is already dropped.
+    pub(crate) input_probes: Vec<Probe>,
+    /// Probes on outputs.
+    pub(crate) output_probes: Vec<Probe>,
+    /// Checks the outputs' values after completion; dropping it drops the outputs.
+    pub(crate) verify: Option<Verify<H>>,
+}
+
+/// Makes one standard submission on the calling rank, on the given executor.
+pub(crate) type Submit<H> =
+    fn(&RankCtx<'_, H>, &crate::harness::Executor<H>) -> Result<Submitted<H>, Finding>;
+
+/// One row of the completion matrix.
+pub(crate) struct Driver<H: Harness> {
+    pub(crate) subject: Subject,
+    pub(crate) ranks: usize,
+    pub(crate) pending: PendingVia,
+    pub(crate) submit: Submit<H>,
+}
+
+impl<H: Harness> Clone for Driver<H> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<H: Harness> Copy for Driver<H> {}
+
+/// Work kept pending on the subject rank until [`Pending::release`].
+pub(crate) struct Pending<'c, 'w, H: Harness> {
+    pub(crate) submitted: Submitted<H>,
+    ctx: &'c RankCtx<'w, H>,
+    hold: Option<HoldGuard>,
+    /// The late-peer round this submission belongs to.
+    round: usize,
+    released: bool,
+}
+
+/// The signal that lets late peers join round `round`.
+fn join(round: usize) -> String {
+    format!("late-peers-join-{round}")
+}
+
+/// The signal that tells late peers the subject has finished.
+const DONE: &str = "subject-done";
+
+impl<H: Harness> Pending<'_, '_, H> {
+    /// Lets the work complete: releases the hold or lets the late peers join.
+    pub(crate) fn release(&mut self) {
+        if !self.released {
+            self.released = true;
+            drop(self.hold.take());
+            self.ctx.signal(&join(self.round));
+        }
+    }
+
+    /// Releases, then waits (bounded) for the work to complete.
+    pub(crate) fn release_and_wait(&mut self) -> Result<(), String> {
+        self.release();
+        wait_within(&self.submitted.completion, slack::RELEASE)
+    }
+}
+
+impl<H: Harness> Drop for Pending<'_, '_, H> {
+    fn drop(&mut self) {
+        self.release();
+    }
+}
+
+/// Waits for `completion` polling `is_complete`, so a backend that never
+/// completes yields an error instead of a hang.
+pub(crate) fn wait_within<H: Harness>(completion: &Handle<H>, limit: Duration) -> Result<(), String> {
+    let start = std::time::Instant::now();
+    loop {
+        match completion.is_complete() {
+            Ok(true) => return Ok(()),
+            Ok(false) if start.elapsed() >= limit => {
+                return Err(format!("still pending after {limit:?}"))
+            }
+            Ok(false) => std::thread::sleep(Duration::from_millis(1)),
+            Err(error) => return Err(error),
+        }
+    }
+}
+
+impl<H: Harness> Driver<H> {
+    /// The subject's side: submits on the rank's executor, work kept pending.
+    pub(crate) fn pending<'c, 'w>(&self, ctx: &'c RankCtx<'w, H>) -> Result<Pending<'c, 'w, H>, Finding> {
+        self.pending_on(ctx, ctx.executor())
+    }
+
+    /// The subject's side on a given executor.
+    pub(crate) fn pending_on<'c, 'w>(
+        &self,
+        ctx: &'c RankCtx<'w, H>,
+        executor: &crate::harness::Executor<H>,
+    ) -> Result<Pending<'c, 'w, H>, Finding> {
+        let hold = match self.pending {
+            PendingVia::Hold => Some(ctx.hold(executor)?),
+            PendingVia::LatePeer => None,
+        };
+        let round = ctx.rounds.get();
+        ctx.rounds.set(round + 1);
+        let submitted = (self.submit)(ctx, executor)?;
+        Ok(Pending {
+            submitted,
+            ctx,
+            hold,
+            round,
+            released: false,
+        })
+    }
+
+    /// The late peers' side: join each round when the subject releases it,
+    /// until the subject is done. This rank's outcomes are not under test
+    /// (the subject may have cancelled), only the subject's.
+    pub(crate) fn late_peer(&self, ctx: &RankCtx<'_, H>) -> Check {
+        for round in 0.. {
+            let next = join(round);
+            match ctx.await_any_signal(&[&next, DONE], slack::RELEASE * 4) {
+                Some(0) => {
+                    let submitted = (self.submit)(ctx, ctx.executor())?;
+                    let _ = wait_within(&submitted.completion, slack::RELEASE);
+                }
+                // Done, or the subject never released: its own script reports why.
+                _ => break,
+            }
+        }
+        Ok(())
+    }
+
+    /// Submits on the rank's executor without keeping anything pending.
+    pub(crate) fn submit(&self, ctx: &RankCtx<'_, H>) -> Result<Submitted<H>, Finding> {
+        (self.submit)(ctx, ctx.executor())
+    }
+
+    /// Runs `subject` on rank 0 and the late-peer role on every other rank.
+    pub(crate) fn script(
+        self,
+        subject: impl Fn(&RankCtx<'_, H>, Driver<H>) -> Check + Send + Sync + 'static,
+    ) -> crate::world::Script<H> {
+        std::sync::Arc::new(move |ctx: &RankCtx<'_, H>| {
+            if ctx.rank() == 0 {
+                let outcome = subject(ctx, self);
+                ctx.signal(DONE);
+                outcome
+            } else {
+                self.late_peer(ctx)
+            }
+        })
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Standard submissions. Inputs come from (rank, index) so results are exact.
+
+fn values(rank: usize, len: usize) -> Vec<f32> {
+    (0..len).map(|i| (rank * 16 + i + 1) as f32).collect()
+}
+
+fn probes<H: Harness>(ctx: &RankCtx<'_, H>, tensors: &[&crate::harness::Tensor<H>]) -> Vec<Probe> {
+    tensors.iter().filter_map(|t| ctx.harness().probe(ctx.state(), t)).collect()
+}
+
+/// Verifies that `outputs` read back as `expected`.
+fn verify_tensors<H: Harness>(
+    operation: &'static str,
+    outputs: Vec<crate::harness::Tensor<H>>,
+    expected: Vec<Vec<f32>>,
+) -> Verify<H> {
+    Box::new(move |ctx: &RankCtx<'_, H>| {
+        for (index, (output, expected)) in outputs.iter().zip(&expected).enumerate() {
+            let got = ctx.read(output)?;
+            if got.len() != expected.len()
+                || got.iter().zip(expected).any(|(a, b)| a.to_bits() != b.to_bits())
+            {
+                return Err(Finding::Violation(format!(
+                    "{operation} on rank {}: output {index} is {got:?}, expected {expected:?}",
+                    ctx.rank()
+                )));
+            }
+        }
+        Ok(())
+    })
+}
+
+fn local_dependencies<H: Harness>(
+    ctx: &RankCtx<'_, H>,
+    executor: &crate::harness::Executor<H>,
+) -> Result<Submitted<H>, Finding> {
+    let input = ctx.tensor(&values(ctx.rank(), 4), &[4])?;
+    let input_probes = probes(ctx, &[&input]);
+    let submission = Backend::<H>::submit_local_dependencies([&input], executor)
+        .map_err(|e| Finding::Violation(format!("submit_local_dependencies failed: {e}")))?;
+    Ok(Submitted {
+        completion: Handle::Communication(submission.completion),
+        input_probes,
+        output_probes: Vec::new(),
+        verify: None,
+    })
+}
+
+fn plain_submit<H: Harness>(
+    ctx: &RankCtx<'_, H>,
+    executor: &crate::harness::Executor<H>,
+) -> Result<Submitted<H>, Finding> {
+    let input = ctx.tensor(&values(ctx.rank(), 4), &[4])?;
+    let input_probes = probes(ctx, &[&input]);
+    let completion = Backend::<H>::submit(executor, [&input])
+        .map_err(|e| Finding::Violation(format!("submit failed: {e}")))?;
+    Ok(Submitted {
+        completion: Handle::Plain(completion),
+        input_probes,
+        output_probes: Vec::new(),
+        verify: None,
+    })
+}
+
+/// The local-dependencies row.
+pub(crate) fn local_dependencies_driver<H: Harness>() -> Driver<H> {
+    Driver {
+        subject: Subject::LocalDependencies,
+        ranks: 1,
+        pending: PendingVia::Hold,
+        submit: local_dependencies::<H>,
+    }
+}
+
+/// The plain-submission row.
+pub(crate) fn submit_driver<H: Harness>() -> Driver<H> {
+    Driver {
+        subject: Subject::Submit,
+        ranks: 1,
+        pending: PendingVia::Hold,
+        submit: plain_submit::<H>,
+    }
+}
+
+fn operation_driver<H: Harness>(operation: Operation, submit: Submit<H>) -> Driver<H> {
+    Driver {
+        subject: Subject::Operation(operation),
+        ranks: 2,
+        pending: PendingVia::LatePeer,
+        submit,
+    }
+}
+
+fn failed(operation: Operation, error: impl std::fmt::Display) -> Finding {
+    Finding::Violation(format!("{operation} submission failed: {error}"))
+}
+
+/// Communication submission with one input and one output tensor.
+fn one_to_one<H: Harness>(
+    ctx: &RankCtx<'_, H>,
+    operation: Operation,
+    input: crate::harness::Tensor<H>,
+    expected: Vec<f32>,
+    submit: impl FnOnce(crate::harness::Tensor<H>) -> Result<eredu_core::Submission<crate::harness::Tensor<H>, CommCompletion<H>>, <Backend<H> as CommunicationBackend>::CommunicationError>,
+) -> Result<Submitted<H>, Finding> {
+    let input_probes = probes(ctx, &[&input]);
+    let submission = submit(input).map_err(|e| failed(operation, e))?;
+    let output_probes = probes(ctx, &[&submission.output]);
+    Ok(Submitted {
+        completion: Handle::Communication(submission.completion),
+        input_probes,
+        output_probes,
+        verify: Some(verify_tensors(operation.name(), vec![submission.output], vec![expected])),
+    })
+}
+
+pub(crate) fn all_reduce_sum<H: Harness>() -> Driver<H>
+where
+    Backend<H>: SumReductionBackend,
+{
+    operation_driver(Operation::AllReduceSum, |ctx, executor| {
+        let input = ctx.tensor(&values(ctx.rank(), 4), &[4])?;
+        let expected = (0..4)
+            .map(|i| (0..ctx.size()).map(|r| values(r, 4)[i]).sum())
+            .collect();
+        one_to_one(ctx, Operation::AllReduceSum, input, expected, |input| {
+            Backend::<H>::all_reduce_sum(input, ctx.group(), executor)
+        })
+    })
+}
+
+pub(crate) fn all_gather_even<H: Harness>() -> Driver<H>
+where
+    Backend<H>: EvenGatherBackend,
+{
+    operation_driver(Operation::AllGatherEven, |ctx, executor| {
+        let input = ctx.tensor(&values(ctx.rank(), 2), &[2])?;
+        let expected = (0..ctx.size()).flat_map(|r| values(r, 2)).collect();
+        one_to_one(ctx, Operation::AllGatherEven, input, expected, |input| {
+            Backend::<H>::all_gather_even(input, 0, ctx.group(), executor)
+        })
+    })
+}
+
+pub(crate) fn all_gather_uneven<H: Harness>() -> Driver<H>
+where
+    Backend<H>: UnevenGatherBackend,
+{
+    operation_driver(Operation::AllGatherUneven, |ctx, executor| {
+        let counts: Vec<usize> = (0..ctx.size()).map(|r| r + 1).collect();
+        let own = counts[ctx.rank()];
+        let input = ctx.tensor(&values(ctx.rank(), own), &[own])?;
+        let expected = (0..ctx.size()).flat_map(|r| values(r, counts[r])).collect();
+        one_to_one(ctx, Operation::AllGatherUneven, input, expected, |input| {
+            Backend::<H>::all_gather_uneven(input, &counts, 0, ctx.group(), executor)
+        })
+    })
+}
+
+pub(crate) fn variable_all_to_all<H: Harness>() -> Driver<H>
+where
+    Backend<H>: VariableAllToAllBackend,
+{
+    operation_driver(Operation::VariableAllToAll, |ctx, executor| {
+        let n = ctx.size();
+        let me = ctx.rank();
+        let input = ctx.tensor(&values(me, n), &[n])?;
+        let counts = CommunicationPeerCounts::new(vec![1; n], vec![1; n], n)
+            .map_err(|e| Finding::Harness(e.to_string()))?;
+        let expected = (0..n).map(|peer| values(peer, n)[me]).collect();
+        one_to_one(ctx, Operation::VariableAllToAll, input, expected, |input| {
+            Backend::<H>::variable_all_to_all(input, &counts, 0, ctx.group(), executor)
+        })
+    })
+}
+
+pub(crate) fn broadcast<H: Harness>() -> Driver<H>
+where
+    Backend<H>: BroadcastBackend,
+{
+    operation_driver(Operation::Broadcast, |ctx, executor| {
+        // The root is the last rank: the subject (rank 0) waits for a late root.
+        let root = ctx.size() - 1;
+        let input = if ctx.rank() == root {
+            ctx.tensor(&values(root, 4), &[4])?
+        } else {
+            ctx.tensor(&[f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 0.0], &[4])?
+        };
+        one_to_one(ctx, Operation::Broadcast, input, values(root, 4), |input| {
+            Backend::<H>::broadcast(input, root, ctx.group(), executor)
+        })
+    })
+}
+
+pub(crate) fn barrier<H: Harness>() -> Driver<H>
+where
+    Backend<H>: BarrierBackend,
+{
+    operation_driver(Operation::Barrier, |ctx, executor| {
+        let completion = Backend::<H>::barrier(ctx.group(), executor)
+            .map_err(|e| failed(Operation::Barrier, e))?;
+        Ok(Submitted {
+            completion: Handle::Communication(completion),
+            input_probes: Vec::new(),
+            output_probes: Vec::new(),
+            verify: None,
+        })
+    })
+}
+
+pub(crate) fn agree_success<H: Harness>() -> Driver<H>
+where
+    Backend<H>: FailureAgreementBackend,
+{
+    operation_driver(Operation::AgreeSuccess, |ctx, executor| {
+        let submission = Backend::<H>::agree_success(true, ctx.group(), executor)
+            .map_err(|e| failed(Operation::AgreeSuccess, e))?;
+        let output = submission.output;
+        let verify: Verify<H> = Box::new(move |ctx: &RankCtx<'_, H>| {
+            match Backend::<H>::resolve_failure_agreement(output) {
+                Ok(true) => Ok(()),
+                Ok(false) => Err(Finding::Violation(format!(
+                    "agree_success on rank {}: every member submitted true, resolved false",
+                    ctx.rank()
+                ))),
+                Err(error) => Err(Finding::Violation(format!(
+                    "resolve_failure_agreement after completion failed: {error}"
+                ))),
+            }
+        });
+        Ok(Submitted {
+            completion: Handle::Communication(submission.completion),
+            input_probes: Vec::new(),
+            output_probes: Vec::new(),
+            verify: Some(verify),
+        })
+    })
+}
+
+/// Route id of the standard point-to-point route (late rank 1 → subject 0).
+const ROUTE: u64 = 7;
+
+/// Frames `tensors` for the standard route with eredu-runtime's public framing.
+pub(crate) fn frame<T>(
+    route: u64,
+    schema: &str,
+    shapes: &[Vec<usize>],
+    tensors: Vec<T>,
+) -> Result<Vec<eredu_runtime::RoleExactBoundaryValue<T>>, Finding> {
+    let roles = shapes
+        .iter()
+        .enumerate()
+        .map(|(i, shape)| {
+            BoundaryRoleContract::new(format!("value-{i}"), eredu_core::checkpoint::TensorDtype::F32, shape.clone())
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| Finding::Harness(format!("boundary role: {e}")))?;
+    let contract = RoleExactBoundaryContract::new(schema, roles.clone())
+        .map_err(|e| Finding::Harness(format!("boundary contract: {e}")))?;
+    contract
+        .frame_values(CommunicationRouteId::new(route), &roles, tensors)
+        .map_err(|e| Finding::Harness(format!("framing: {e}")))
+}
+
+pub(crate) fn send_receive<H: Harness>() -> Driver<H>
+where
+    Backend<H>: PointToPointBackend,
+{
+    operation_driver(Operation::SendReceive, |ctx, executor| {
+        // The late peer (last rank) sends; the subject (rank 0) receives.
+        let source = ctx.size() - 1;
+        let route = ctx.route(ROUTE, source, 0)?;
+        let payload = if ctx.rank() == source {
+            values(source, 4)
+        } else {
+            vec![0.0; 4]
+        };
+        let input = ctx.tensor(&payload, &[4])?;
+        let input_probes = probes(ctx, &[&input]);
+        let framed = frame(ROUTE, "commcheck.matrix", &[vec![4]], vec![input])?;
+        let submission = Backend::<H>::send_receive(framed, std::borrow::Borrow::borrow(&route), executor)
+            .map_err(|e| failed(Operation::SendReceive, e))?;
+        let output_probes = submission.output.iter().filter_map(|t| ctx.harness().probe(ctx.state(), t)).collect();
+        let verify = verify_tensors(Operation::SendReceive.name(), submission.output, vec![values(source, 4)]);
+        // The route endpoint must outlive nothing: the completion retains it (RET-3).
+        drop(route);
+        Ok(Submitted {
+            completion: Handle::Communication(submission.completion),
+            input_probes,
+            output_probes,
+            verify: Some(verify),
+        })
+    })
+}

@@ -1,0 +1,283 @@
+//! The runner: watchdog, verdicts, retries, process isolation, and a
+//! libtest-compatible command line (filters, `--exact`, `--list`,
+//! `--include-ignored`, `--format`), so `cargo test`, `cargo nextest run` and
+//! IDE runners work.
+//!
+//! Environment:
+//! - `COMMCHECK_CASE_TIMEOUT_MS`: per-case watchdog (default 20000);
+//! - `COMMCHECK_SEED`: base seed (default: derived from the clock, recorded);
+//! - `COMMCHECK_ISOLATION=process`: run each case in a child process, so an
+//!   abort or segfault is contained and reported as `crash`;
+//! - `COMMCHECK_RESULTS`: where the JSON result file goes (default
+//!   `target/commcheck/<backend>.json`).
+
+mod isolation;
+pub mod results;
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use libtest_mimic::{Arguments, Completion, Failed, Trial};
+
+use crate::case::{catalogue, Case};
+use crate::check::Finding;
+use crate::harness::Harness;
+use crate::world::{run_world, WorldEnd};
+use results::{CaseResult, RunResults, Verdict, RESULTS_SCHEMA};
+
+/// Per-case watchdog limit.
+fn case_limit() -> Duration {
+    std::env::var("COMMCHECK_CASE_TIMEOUT_MS")
+        .ok()
+        .and_then(|ms| ms.parse().ok())
+        .map(Duration::from_millis)
+        .unwrap_or(Duration::from_secs(20))
+}
+
+fn base_seed() -> u64 {
+    std::env::var("COMMCHECK_SEED")
+        .ok()
+        .and_then(|seed| seed.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos() as u64)
+                .unwrap_or(0x5eed)
+        })
+}
+
+/// A case's own seed: stable for a given base seed and case name.
+fn case_seed(base: u64, name: &str) -> u64 {
+    name.bytes().fold(base ^ 0xcbf2_9ce4_8422_2325, |hash, byte| {
+        (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// One attempt's verdict and message.
+fn attempt<H: Harness>(harness: &Arc<H>, case: &Case<H>, seed: u64) -> (Verdict, Option<String>) {
+    let script = match &case.script {
+        Ok(script) => Arc::clone(script),
+        Err(reason) => return (Verdict::NotSupported, Some(reason.clone())),
+    };
+    let limit = case_limit();
+    match run_world(Arc::clone(harness), case.ranks, seed, limit, script) {
+        WorldEnd::Crashed { rank, message } => (
+            Verdict::Crash,
+            Some(format!("rank {rank} panicked: {message}")),
+        ),
+        WorldEnd::TimedOut { ranks } => (
+            Verdict::Timeout,
+            Some(format!(
+                "rank(s) {ranks:?} did not finish within {limit:?} (hung in backend or harness code)"
+            )),
+        ),
+        WorldEnd::Finished(checks) => {
+            let mut failures = Vec::new();
+            let mut unsupported = Vec::new();
+            for (rank, check) in checks.into_iter().enumerate() {
+                match check {
+                    Ok(()) => {}
+                    Err(Finding::Violation(message)) => failures.push(format!(
+                        "{} violated on rank {rank}: {message}",
+                        case.invariant.id
+                    )),
+                    Err(Finding::Harness(message)) => failures.push(format!(
+                        "{}: harness error on rank {rank}: {message}",
+                        case.name()
+                    )),
+                    Err(Finding::NotSupported(reason)) => unsupported.push(reason),
+                }
+            }
+            if !failures.is_empty() {
+                (Verdict::Fail, Some(failures.join("; ")))
+            } else if let Some(reason) = unsupported.into_iter().next() {
+                (Verdict::NotSupported, Some(reason))
+            } else {
+                (Verdict::Pass, None)
+            }
+        }
+    }
+}
+
+/// Runs one case in this process: one attempt, a retry for timing checks.
+pub(crate) fn execute<H: Harness>(harness: &Arc<H>, case: &Case<H>, base: u64) -> CaseResult {
+    let started = Instant::now();
+    let seed = case_seed(base, &case.name());
+    let (mut verdict, mut message) = attempt(harness, case, seed);
+    let mut attempts = 1;
+    if case.timing && verdict == Verdict::Fail {
+        attempts = 2;
+        let (second, second_message) = attempt(harness, case, seed);
+        if second == Verdict::Pass {
+            verdict = Verdict::Flaky;
+            message = message.map(|m| format!("failed, then passed on retry: {m}"));
+        } else {
+            verdict = second;
+            message = second_message;
+        }
+    }
+    result(case, verdict, message, attempts, started.elapsed(), seed)
+}
+
+pub(crate) fn result<H: Harness>(
+    case: &Case<H>,
+    verdict: Verdict,
+    message: Option<String>,
+    attempts: u32,
+    elapsed: Duration,
+    seed: u64,
+) -> CaseResult {
+    CaseResult {
+        name: case.name(),
+        invariant: case.invariant.id.to_owned(),
+        family: case.invariant.family.to_owned(),
+        class: case.invariant.class,
+        subject: case.subject,
+        verdict,
+        message,
+        attempts,
+        millis: elapsed.as_millis() as u64,
+        seed,
+    }
+}
+
+/// Runs the cases `select` picks, in this process, two at a time, and returns
+/// their results in catalogue order. The programmatic entry point (mutant
+/// proofs, reports); [`main`] is the command-line one.
+pub fn run_cases<H: Harness>(harness: H, select: impl Fn(&Case<H>) -> bool) -> RunResults {
+    let harness = Arc::new(harness);
+    let base = base_seed();
+    let cases: Vec<Arc<Case<H>>> = catalogue(&*harness)
+        .into_iter()
+        .filter(|case| select(case))
+        .map(Arc::new)
+        .collect();
+    let next = Mutex::new(0usize);
+    let results = Mutex::new(vec![None; cases.len()]);
+    std::thread::scope(|scope| {
+        for _ in 0..2 {
+            scope.spawn(|| loop {
+                let index = {
+                    let mut next = next.lock().unwrap_or_else(|p| p.into_inner());
+                    let index = *next;
+                    *next += 1;
+                    index
+                };
+                let Some(case) = cases.get(index) else { break };
+                let result = execute(&harness, case, base);
+                results.lock().unwrap_or_else(|p| p.into_inner())[index] = Some(result);
+            });
+        }
+    });
+    let cases = results
+        .into_inner()
+        .unwrap_or_else(|p| p.into_inner())
+        .into_iter()
+        .flatten()
+        .collect();
+    summary(&*harness, base, cases)
+}
+
+fn summary<H: Harness>(harness: &H, seed: u64, cases: Vec<CaseResult>) -> RunResults {
+    RunResults {
+        schema: RESULTS_SCHEMA,
+        kit_version: env!("CARGO_PKG_VERSION").to_owned(),
+        backend: harness.identity(),
+        instruments: harness.instruments(),
+        claims: harness.claims().operations(),
+        seed,
+        cases,
+    }
+}
+
+/// Runs the suite with a libtest-compatible command line and exits.
+///
+/// This is the whole body of a vendor's `harness = false` test file
+/// (`fn main() { commcheck::main(MyHarness::new()) }`); see the crate docs.
+pub fn main<H: Harness>(harness: H) -> ! {
+    let args = Arguments::from_args();
+    if isolation::is_child() {
+        isolation::child_main(harness, &args);
+    }
+    let (conclusion, results) = run_with(harness, &args);
+    if !args.list {
+        if let Some(results) = results {
+            report(&results);
+        }
+    }
+    conclusion.exit()
+}
+
+/// Prints the family summary and writes the result file.
+fn report(results: &RunResults) {
+    for line in results.family_summary() {
+        println!("commcheck {line}");
+    }
+    let path = std::env::var_os("COMMCHECK_RESULTS")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            std::path::Path::new("target")
+                .join("commcheck")
+                .join(format!("{}.json", results.backend.name))
+        });
+    let written = path
+        .parent()
+        .map_or(Ok(()), std::fs::create_dir_all)
+        .and_then(|()| {
+            let json = serde_json::to_string_pretty(results)
+                .map_err(|e| std::io::Error::other(e.to_string()))?;
+            std::fs::write(&path, json)
+        });
+    match written {
+        Ok(()) => println!("commcheck results: {}", path.display()),
+        Err(error) => eprintln!("commcheck: could not write {}: {error}", path.display()),
+    }
+}
+
+/// Runs the libtest-mimic trials; returns the conclusion and (unless listing) the results.
+pub fn run_with<H: Harness>(
+    harness: H,
+    args: &Arguments,
+) -> (libtest_mimic::Conclusion, Option<RunResults>) {
+    let harness = Arc::new(harness);
+    let base = base_seed();
+    let cases = catalogue(&*harness);
+    let names: Vec<String> = cases.iter().map(Case::name).collect();
+    let sink: Arc<Mutex<Vec<CaseResult>>> = Arc::new(Mutex::new(Vec::new()));
+    let isolate = isolation::requested();
+    let trials = cases
+        .into_iter()
+        .map(|case| {
+            let name = case.name();
+            let harness = Arc::clone(&harness);
+            let sink = Arc::clone(&sink);
+            Trial::ignorable_test(name, move || {
+                let result = if isolate && case.script.is_ok() {
+                    isolation::execute_in_child(&case, base, case_limit())
+                } else {
+                    execute(&harness, &case, base)
+                };
+                let outcome = match result.verdict {
+                    Verdict::Pass => Ok(Completion::Completed),
+                    Verdict::NotSupported => Ok(Completion::ignored_with(format!(
+                        "not-supported: {}",
+                        result.message.clone().unwrap_or_default()
+                    ))),
+                    verdict => Err(Failed::from(format!(
+                        "{verdict}: {}",
+                        result.message.clone().unwrap_or_default()
+                    ))),
+                };
+                sink.lock().unwrap_or_else(|p| p.into_inner()).push(result);
+                outcome
+            })
+        })
+        .collect();
+    let conclusion = libtest_mimic::run(args, trials);
+    if args.list {
+        return (conclusion, None);
+    }
+    let mut cases = std::mem::take(&mut *sink.lock().unwrap_or_else(|p| p.into_inner()));
+    cases.sort_by_key(|c| names.iter().position(|n| *n == c.name));
+    (conclusion, Some(summary(&*harness, base, cases)))
+}

@@ -1,0 +1,98 @@
+//! The invariant catalogue of SPEC.md: IDs are the vocabulary of cases,
+//! results, reports and mutants.
+
+/// How an invariant can be observed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub enum Class {
+    /// Black-box, through the public API on one rank.
+    A,
+    /// Needs several ranks (a late peer keeps work pending).
+    M,
+    /// Needs an instrument the harness provides.
+    I,
+}
+
+/// One invariant of the contract.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Invariant {
+    /// Stable ID, e.g. `CAN-5`.
+    pub id: &'static str,
+    /// Family prefix, e.g. `CAN`.
+    pub family: &'static str,
+    /// Observation class.
+    pub class: Class,
+    /// The invariant, as SPEC.md states it.
+    pub text: &'static str,
+}
+
+/// Looks an invariant up by ID.
+pub fn invariant(id: &str) -> Option<&'static Invariant> {
+    INVARIANTS.iter().find(|invariant| invariant.id == id)
+}
+
+/// Every invariant of SPEC.md, in SPEC order.
+pub const INVARIANTS: &[Invariant] = &[
+    Invariant { id: "RET-1", family: "RET", class: Class::I, text: "The completion from `submit_local_dependencies` keeps the native storage of every submitted tensor alive until exact completion or safe cancellation teardown, even after the caller dropped every handle." },
+    Invariant { id: "RET-2", family: "RET", class: Class::I, text: "It also keeps the executor / stream alive (drop the owned executor right after submitting: the work still completes correctly)." },
+    Invariant { id: "RET-3", family: "RET", class: Class::I, text: "A communication completion of any operation retains its input and output tensors, staging/count buffers, the group, the route and the stream; dropping all of those handles right after submission leaves the result correct." },
+    Invariant { id: "RET-4", family: "RET", class: Class::I, text: "Dropping a completion in any state (pending, failed, timed out) never frees a resource that native work still uses." },
+    Invariant { id: "RET-5", family: "RET", class: Class::I, text: "The completion itself retains the output's storage: `Submission::wait_bounded` drops `output` right after the completion returns." },
+    Invariant { id: "RET-6", family: "RET", class: Class::A, text: "A value given to `retain_until_complete` is not dropped before exact completion, and is dropped after it (once the completion is gone)." },
+    Invariant { id: "RET-7", family: "RET", class: Class::I, text: "No leak: once the work has completed (or its quarantine released it) and every handle is dropped, every native resource it used is released within a bounded time." },
+    Invariant { id: "RET-8", family: "RET", class: Class::I, text: "`submit_local_dependencies` selects no group and no route: its completion retains none, and a timeout on it never fences a group." },
+    Invariant { id: "EXC-1", family: "EXC", class: Class::M, text: "`is_complete()` is nonblocking: it returns promptly while work is pending." },
+    Invariant { id: "EXC-2", family: "EXC", class: Class::M, text: "`is_complete()` never returns `Ok(true)` before this exact submission's work has completed." },
+    Invariant { id: "EXC-3", family: "EXC", class: Class::A, text: "Monotonic: after `Ok(true)`, never `Ok(false)` again." },
+    Invariant { id: "EXC-4", family: "EXC", class: Class::M, text: "`wait()` returns only after this submission completed, and waits for nothing else: a blocked submission on another executor lane does not delay it." },
+    Invariant { id: "EXC-5", family: "EXC", class: Class::A, text: "After `wait()` returned `Ok(())`, `is_complete()` is `Ok(true)`." },
+    Invariant { id: "EXC-6", family: "EXC", class: Class::I, text: "Errors are sticky: once an error was reported, every later `is_complete`/`wait`/`wait_bounded` reports an error, never success." },
+    Invariant { id: "EXC-7", family: "EXC", class: Class::I, text: "An error is not release: after `Err`, resources still used by native work stay alive." },
+    Invariant { id: "EXC-8", family: "EXC", class: Class::I, text: "`resources_releasable()` is nonblocking, `false` while work is pending, never `true` because of a timeout or cancellation request alone, and runs no application destructor (a `retain_until_complete` value is not dropped inside it)." },
+    Invariant { id: "EXC-9", family: "EXC", class: Class::A, text: "A backend that does not override `resources_releasable` agrees with `matches!(is_complete(), Ok(true))`; one that overrides it still obeys EXC-8." },
+    Invariant { id: "EXC-10", family: "EXC", class: Class::A, text: "`submit_local_dependencies` with no tensors completes promptly." },
+    Invariant { id: "CAN-1", family: "CAN", class: Class::M, text: "Work that finishes well before the deadline yields `Ok(Completed)`; work that has not finished never yields `Completed`." },
+    Invariant { id: "CAN-2", family: "CAN", class: Class::M, text: "`DeadlineExceeded` is never returned before `timeout` elapsed, and `wait_bounded` returns within `timeout` plus a documented slack (NativeCancel teardown time measured and reported separately)." },
+    Invariant { id: "CAN-3", family: "CAN", class: Class::M, text: "The reported `cancellation` equals the policy's mode." },
+    Invariant { id: "CAN-4", family: "CAN", class: Class::M, text: "`supports_cancellation(m) == true` means: pending work under mode `m` yields `Ok(DeadlineExceeded { cancellation: m })`, not `Err` and not another mode. A backend that cannot honour `m` must answer `false`." },
+    Invariant { id: "CAN-5", family: "CAN", class: Class::I, text: "NativeCancel: when `DeadlineExceeded{NativeCancel}` returns, native teardown is finished: no work touches any retained resource, all may be freed at once, and the executor accepts and completes new work." },
+    Invariant { id: "CAN-6", family: "CAN", class: Class::I, text: "QuarantineUntilComplete: after `DeadlineExceeded{Quarantine…}` every retained resource stays alive until the work really completes (late peer joins / hold released), and is released after that (RET-7)." },
+    Invariant { id: "CAN-7", family: "CAN", class: Class::I, text: "An `Err` from `wait_bounded` either reports terminally completed (failed) work, or comes after live work was put in the *selected* disposition; no error path frees live resources." },
+    Invariant { id: "CAN-8", family: "CAN", class: Class::A, text: "Edge deadlines (1 ns, sub-millisecond, `Duration::MAX`) neither panic nor overflow nor break CAN-5..7." },
+    Invariant { id: "CAN-9", family: "CAN", class: Class::I, text: "Failed work yields `Err`, never `Completed`." },
+    Invariant { id: "SUB-1", family: "SUB", class: Class::A, text: "`fork_executors(e, n)` returns exactly `n` executors, and they are independent lanes (a held lane does not block the others)." },
+    Invariant { id: "SUB-2", family: "SUB", class: Class::A, text: "`submit` evaluates exactly the given values; after its completion their values are materialised and correct." },
+    Invariant { id: "SUB-3", family: "SUB", class: Class::A, text: "`order_after(c, e)` orders work submitted on `e` afterwards after `c`'s producer: the consumer sees the producer's results." },
+    Invariant { id: "SUB-4", family: "SUB", class: Class::I, text: "A submission that returns `Err` leaves no live native work behind, or has put it in a safe disposition (the docs are silent; the kit states this as the only safe reading)." },
+    Invariant { id: "SUM-1", family: "SUM", class: Class::M, text: "`all_reduce_sum`: output = elementwise sum over members, same shape and dtype; identity on a singleton group." },
+    Invariant { id: "SUM-2", family: "SUM", class: Class::M, text: "A wave of several reductions submitted before any wait all complete (waiting only after the whole wave never deadlocks)." },
+    Invariant { id: "GAT-1", family: "GAT", class: Class::M, text: "`all_gather_even`: concatenation of members' inputs in member order on `axis`." },
+    Invariant { id: "GAT-2", family: "GAT", class: Class::M, text: "`all_gather_uneven`: `counts[i]` is member i's extent along `axis`; output extent is their sum, blocks in member order." },
+    Invariant { id: "A2A-1", family: "A2A", class: Class::M, text: "`variable_all_to_all`: the `send[p]` slices go to peer p, output is the `receive[p]` slices in peer order; zero counts are valid and every member still takes part." },
+    Invariant { id: "P2P-1", family: "P2P", class: Class::M, text: "`send_receive`: the destination receives the exact ordered bundle (values, shapes, dtypes); direction follows this rank's endpoint on the route." },
+    Invariant { id: "P2P-2", family: "P2P", class: Class::M, text: "A received header that differs from the receiver's expected `header()` never yields success; the failure is sticky (EXC-6)." },
+    Invariant { id: "P2P-3", family: "P2P", class: Class::I, text: "Header and payload travel in one native message, and the bytes compared are exactly `header()` (no synthesized tag)." },
+    Invariant { id: "BRD-1", family: "BRD", class: Class::M, text: "`broadcast`: every member's output equals the root's input, whatever the non-roots' placeholders hold (NaN/Inf included); `root` indexes member order." },
+    Invariant { id: "BRD-2", family: "BRD", class: Class::M, text: "An out-of-range `root` is an error, never a hang or a silent result." },
+    Invariant { id: "BAR-1", family: "BAR", class: Class::M, text: "`barrier` completes only after every member entered it." },
+    Invariant { id: "AGR-1", family: "AGR", class: Class::M, text: "`agree_success` resolves to `true` only when every member submitted `true`." },
+    Invariant { id: "AGR-2", family: "AGR", class: Class::M, text: "`agree_success` does not block on peers; `resolve_failure_agreement` starts no native work and does not block." },];
+
+/// The families, in SPEC order.
+pub const FAMILIES: &[&str] = &[
+    "RET", "EXC", "CAN", "SUB", "SUM", "GAT", "A2A", "P2P", "BRD", "BAR", "AGR",
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_unique_and_families_known() {
+        for (i, a) in INVARIANTS.iter().enumerate() {
+            assert!(FAMILIES.contains(&a.family), "{}", a.id);
+            assert!(a.id.starts_with(a.family));
+            assert!(INVARIANTS[i + 1..].iter().all(|b| b.id != a.id), "{}", a.id);
+        }
+        assert_eq!(INVARIANTS.len(), 44);
+    }
+}

@@ -1,0 +1,94 @@
+//! The invariant suites, one module per SPEC family. Each module exposes
+//! `rows()`: its invariants, which subjects they apply to, which instruments
+//! they need, and the script that checks them.
+
+mod ret;
+
+use crate::case::Row;
+use crate::check::{slack, Check, Finding};
+use crate::harness::{Harness, Instruments, Probe};
+use crate::matrix::{Pending, Subject};
+
+/// Every row of every suite.
+pub(crate) fn rows<H: Harness>() -> Vec<Row<H>> {
+    let mut rows = ret::rows::<H>();
+    rows.sort_by_key(|row| {
+        crate::spec::INVARIANTS
+            .iter()
+            .position(|inv| inv.id == row.id)
+            .unwrap_or(usize::MAX)
+    });
+    rows
+}
+
+/// Instrument sets rows ask for.
+pub(crate) mod needs {
+    use crate::harness::Instruments;
+
+    pub(crate) const NOTHING: Instruments = Instruments::NONE;
+    pub(crate) const HOLD: Instruments = Instruments { hold: true, ..Instruments::NONE };
+    pub(crate) const PROBE: Instruments = Instruments { probe: true, ..Instruments::NONE };
+    pub(crate) const LEDGER: Instruments = Instruments { ledger: true, ..Instruments::NONE };
+    pub(crate) const FAULT: Instruments = Instruments { fault: true, ..Instruments::NONE };
+    pub(crate) const OBSERVER: Instruments = Instruments { observer: true, ..Instruments::NONE };
+}
+
+/// Subjects kept pending by the hold instrument: rows on them also need it.
+pub(crate) fn local(subject: Subject) -> bool {
+    matches!(subject, Subject::LocalDependencies | Subject::Submit)
+}
+
+/// Every completion-matrix subject.
+pub(crate) fn any_completion(subject: Subject) -> bool {
+    local(subject) || subject.operation().is_some()
+}
+
+/// Completion-matrix subjects with a bounded wait (all but plain submissions).
+pub(crate) fn bounded(subject: Subject) -> bool {
+    subject == Subject::LocalDependencies || subject.operation().is_some()
+}
+
+/// The instruments a matrix row needs on top of `extra`: the hold, since local
+/// subjects are kept pending with it. (Operation subjects use late peers and
+/// would not need it, but one requirement per row keeps reports readable.)
+pub(crate) fn with_hold(extra: Instruments) -> Instruments {
+    extra.and(needs::HOLD)
+}
+
+/// Lets pending work try to (wrongly) complete.
+pub(crate) fn settle() {
+    std::thread::sleep(slack::SETTLE);
+}
+
+/// `NotSupported` when a subject yields no probes to check.
+pub(crate) fn require_probes(probes: &[Probe], what: &str) -> Check {
+    if probes.is_empty() {
+        Err(Finding::NotSupported(format!("no {what} to probe on this subject")))
+    } else {
+        Ok(())
+    }
+}
+
+/// Whether every probe reports live storage.
+pub(crate) fn all_live(probes: &[Probe]) -> bool {
+    probes.iter().all(Probe::is_live)
+}
+
+/// Releases pending work and waits for it; a failure to complete is a
+/// violation of `id`.
+pub(crate) fn complete<H: Harness>(pending: &mut Pending<'_, '_, H>, id: &str) -> Check {
+    pending
+        .release_and_wait()
+        .map_err(|error| Finding::Violation(format!("{id}: released work did not complete: {error}")))
+}
+
+/// Verifies the outputs of completed work (the weak form of retention checks).
+pub(crate) fn verify_outputs<H: Harness>(
+    pending: &mut Pending<'_, '_, H>,
+    ctx: &crate::world::RankCtx<'_, H>,
+) -> Check {
+    match pending.submitted.verify.take() {
+        Some(verify) => verify(ctx),
+        None => Ok(()),
+    }
+}

@@ -1,0 +1,197 @@
+//! The harness of the CPU reference backend: every instrument, every claim.
+
+use commcheck::{
+    Claims, CompletionRef, Harness, HarnessError, HoldGuard, Identity, Instruments, Ledger,
+    Observer, Probe, WireRecord, WorkState,
+};
+use commcheck_cpu::{
+    CompletionObserver, CpuBackend, CpuDevice, CpuExecutor, CpuGroup, CpuRoute, CpuTensor, Defect,
+    Phase,
+};
+use eredu_runtime::CommunicationRouteId;
+
+/// Connects [`CpuBackend`] to the kit, optionally with one planted [`Defect`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CpuHarness {
+    defect: Option<Defect>,
+}
+
+impl CpuHarness {
+    /// The correct backend.
+    pub fn new() -> Self {
+        Self { defect: None }
+    }
+
+    /// The backend with one planted defect.
+    pub fn with_defect(defect: Defect) -> Self {
+        Self {
+            defect: Some(defect),
+        }
+    }
+
+    fn device(&self) -> CpuDevice {
+        match self.defect {
+            Some(defect) => CpuDevice::with_defect(defect),
+            None => CpuDevice::new(),
+        }
+    }
+}
+
+/// The shared part of a CPU world: one device, all ranks.
+#[derive(Debug)]
+pub struct CpuWorld {
+    device: CpuDevice,
+    size: usize,
+}
+
+/// One rank of a CPU world.
+#[derive(Debug)]
+pub struct CpuRank {
+    device: CpuDevice,
+    executor: CpuExecutor,
+    group: CpuGroup,
+}
+
+fn observer(observer: CompletionObserver) -> Observer {
+    Observer::new(move || match observer.observe().phase {
+        Phase::Queued | Phase::Running => WorkState::Live,
+        Phase::Completed => WorkState::Completed,
+        Phase::Failed => WorkState::Failed,
+        Phase::Cancelled => WorkState::Cancelled,
+    })
+}
+
+impl Harness for CpuHarness {
+    type Backend = CpuBackend;
+    type World = CpuWorld;
+    type Rank = CpuRank;
+    type Route = CpuRoute;
+
+    fn identity(&self) -> Identity {
+        Identity {
+            name: "commcheck-cpu".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            device: match self.defect {
+                Some(defect) => format!("host CPU, threads as ranks, defect {defect}"),
+                None => "host CPU, threads as ranks".into(),
+            },
+        }
+    }
+
+    fn claims(&self) -> Claims<Self> {
+        Claims::none().all()
+    }
+
+    fn instruments(&self) -> Instruments {
+        Instruments::ALL
+    }
+
+    fn world(&self, ranks: usize) -> Result<CpuWorld, HarnessError> {
+        Ok(CpuWorld {
+            device: self.device(),
+            size: ranks,
+        })
+    }
+
+    fn rank(&self, world: &CpuWorld, rank: usize) -> Result<CpuRank, HarnessError> {
+        let device = &world.device;
+        Ok(CpuRank {
+            device: device.clone(),
+            executor: device.executor(),
+            group: device
+                .join_group("world", world.size, rank)
+                .map_err(HarnessError::new)?,
+        })
+    }
+
+    fn executor<'r>(&self, rank: &'r CpuRank) -> &'r CpuExecutor {
+        &rank.executor
+    }
+
+    fn context<'r>(&self, rank: &'r CpuRank) -> &'r CpuExecutor {
+        &rank.executor
+    }
+
+    fn group<'r>(&self, rank: &'r CpuRank) -> &'r CpuGroup {
+        &rank.group
+    }
+
+    fn route(
+        &self,
+        rank: &CpuRank,
+        id: u64,
+        source: usize,
+        destination: usize,
+    ) -> Result<CpuRoute, HarnessError> {
+        rank.device
+            .route(CommunicationRouteId::new(id), source, destination, rank.group.member())
+            .map_err(HarnessError::new)
+    }
+
+    fn tensor(&self, rank: &CpuRank, values: &[f32], shape: &[usize]) -> Result<CpuTensor, HarnessError> {
+        let shape = shape
+            .iter()
+            .map(|&d| i32::try_from(d).map_err(HarnessError::new))
+            .collect::<Result<Vec<_>, _>>()?;
+        rank.device.tensor(values, &shape).map_err(HarnessError::new)
+    }
+
+    fn read(&self, _rank: &CpuRank, tensor: &CpuTensor) -> Result<Vec<f32>, HarnessError> {
+        tensor.read_materialised().ok_or_else(|| {
+            HarnessError(format!("{tensor:?} is not materialised (read-back never evaluates)"))
+        })
+    }
+
+    fn hold(&self, _rank: &CpuRank, executor: &CpuExecutor) -> Option<HoldGuard> {
+        let hold = executor.hold();
+        Some(HoldGuard::new(move || hold.release()))
+    }
+
+    fn probe(&self, rank: &CpuRank, tensor: &CpuTensor) -> Option<Probe> {
+        let device = rank.device.clone();
+        let id = tensor.storage_id();
+        Some(Probe::new(move || device.storage_live(id)))
+    }
+
+    fn ledger(&self, rank: &CpuRank) -> Option<Ledger> {
+        let snapshot = rank.device.ledger();
+        Some(Ledger {
+            storages: snapshot.storages,
+            executors: snapshot.executors,
+            groups: snapshot.groups,
+            routes: snapshot.routes,
+            pending_work: snapshot.pending_work,
+            quarantined: snapshot.quarantined,
+        })
+    }
+
+    fn inject_fault(&self, _rank: &CpuRank, executor: &CpuExecutor) -> bool {
+        executor.inject_fault();
+        true
+    }
+
+    fn fail_next_submission(&self, _rank: &CpuRank, executor: &CpuExecutor) -> bool {
+        executor.fail_next_submission();
+        true
+    }
+
+    fn observer(&self, completion: CompletionRef<'_, Self>) -> Option<Observer> {
+        Some(observer(match completion {
+            CompletionRef::Plain(c) | CompletionRef::Communication(c) => c.observer(),
+        }))
+    }
+
+    fn wire_log(&self, route: &CpuRoute) -> Option<Vec<WireRecord>> {
+        Some(
+            route
+                .wire_log()
+                .into_iter()
+                .map(|m| WireRecord {
+                    headers: m.headers,
+                    payload_bytes: m.payload_bytes,
+                })
+                .collect(),
+        )
+    }
+}
+
