@@ -1,0 +1,105 @@
+//! Mutant proofs: every check can fail.
+//!
+//! For every planted defect of the CPU reference backend, the cases of the
+//! invariant it breaks must report a failure verdict, while sentinel cases of
+//! unrelated families keep passing (so a verdict points at its cause).
+
+use commcheck::{run_cases, RunResults, Subject, Verdict};
+use commcheck_cpu::Defect;
+use commcheck_reference::cpu::CpuHarness;
+
+/// One case per family, on the simplest subject that family has.
+const SENTINELS: &[&str] = &[
+    "RET-1::local_dependencies",
+    "EXC-5::local_dependencies",
+    "CAN-1::local_dependencies",
+    "SUB-2::submit",
+    "SUM-1::all_reduce_sum",
+    "GAT-1::all_gather_even",
+    "BRD-1::broadcast",
+    "AGR-1::agree_success",
+];
+
+fn family(id: &str) -> &str {
+    id.split('-').next().unwrap_or(id)
+}
+
+/// Runs the defect's own invariant and the sentinels of other families.
+fn prove(defect: Defect) -> RunResults {
+    let id = defect.invariant();
+    let results = run_cases(CpuHarness::with_defect(defect), |case| {
+        let name = case.name();
+        case.invariant().id == id
+            || (SENTINELS.contains(&name.as_str()) && family(&name) != family(id))
+    });
+    let own: Vec<_> = results.cases.iter().filter(|c| c.invariant == id).collect();
+    assert!(!own.is_empty(), "{defect}: no case checks {id}");
+    assert!(
+        own.iter().all(|c| c.verdict != Verdict::NotSupported),
+        "{defect}: {id} is not-supported on the CPU harness: {own:#?}"
+    );
+    assert!(
+        own.iter().any(|c| c.verdict.is_failure()),
+        "{defect}: no case of {id} failed:\n{}",
+        own.iter()
+            .map(|c| format!("  {} {}", c.name, c.verdict))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    let sentinels: Vec<_> = results.cases.iter().filter(|c| c.invariant != id).collect();
+    let failing: Vec<_> = sentinels.iter().filter(|c| c.verdict.is_failure()).collect();
+    assert!(
+        failing.len() * 2 <= sentinels.len(),
+        "{defect}: unrelated families fail along with {id}: {:#?}",
+        failing
+            .iter()
+            .map(|c| format!("{} {}: {}", c.name, c.verdict, c.message.clone().unwrap_or_default()))
+            .collect::<Vec<_>>()
+    );
+    results
+}
+
+/// Prints the verdicts of a proof when the test is run with `--nocapture`.
+fn show(results: &RunResults) {
+    for case in &results.cases {
+        println!("{:<32} {:<13} {}", case.name, case.verdict, case.message.clone().unwrap_or_default());
+    }
+}
+
+macro_rules! mutants {
+    ($($test:ident => $defect:ident,)*) => {
+        $(
+            #[test]
+            fn $test() {
+                show(&prove(Defect::$defect));
+            }
+        )*
+
+        /// The table above names every defect whose family the kit covers.
+        #[test]
+        fn every_covered_defect_has_a_proof() {
+            let proven = [$(Defect::$defect),*];
+            let covered = commcheck::catalogue(&CpuHarness::new())
+                .iter()
+                .map(|case| case.invariant().id)
+                .collect::<std::collections::BTreeSet<_>>();
+            for defect in Defect::ALL {
+                if covered.contains(defect.invariant()) {
+                    assert!(proven.contains(defect), "{defect} has no mutant proof");
+                }
+            }
+            let _ = Subject::Submit;
+        }
+    };
+}
+
+mutants! {
+    ret_1_local_work_drops_inputs => LocalWorkDropsInputs,
+    ret_2_executor_not_retained => ExecutorNotRetained,
+    ret_3_collective_drops_resources => CollectiveDropsResources,
+    ret_4_drop_releases_pending => DropReleasesPending,
+    ret_5_output_not_retained => OutputNotRetained,
+    ret_6_retain_drops_early => RetainDropsEarly,
+    ret_7_leak_retained => LeakRetained,
+    ret_8_local_deps_fence_group => LocalDepsFenceGroup,
+}
