@@ -82,8 +82,25 @@ pub fn catalogue<H: Harness>(harness: &H) -> Vec<Case<H>> {
     let instruments = harness.instruments();
     let mut drivers = vec![matrix::local_dependencies_driver::<H>(), matrix::submit_driver::<H>()];
     drivers.extend(claims.drivers.iter().copied());
+    let mut rows = crate::suites::rows::<H>();
+    for driver in &drivers {
+        rows.extend((driver.family)());
+    }
+    rows.sort_by_key(|row| spec::INVARIANTS.iter().position(|inv| inv.id == row.id));
     let mut cases = Vec::new();
-    for row in crate::suites::rows::<H>() {
+    // Families of unclaimed operations: every one of their IDs is not-supported.
+    for (id, operation) in crate::suites::OPERATION_FAMILIES {
+        if let (false, Some(invariant)) = (claims.claims(*operation), spec::invariant(id)) {
+            cases.push(Case {
+                invariant,
+                subject: Subject::Operation(*operation),
+                ranks: 1,
+                timing: false,
+                script: Err(format!("{operation} is not claimed by this backend")),
+            });
+        }
+    }
+    for row in rows {
         let Some(invariant) = spec::invariant(row.id) else {
             continue;
         };
@@ -120,5 +137,6 @@ pub fn catalogue<H: Harness>(harness: &H) -> Vec<Case<H>> {
             });
         }
     }
+    cases.sort_by_key(|case| spec::INVARIANTS.iter().position(|inv| inv.id == case.invariant.id));
     cases
 }

@@ -154,6 +154,9 @@ pub(crate) struct Driver<H: Harness> {
     pub(crate) ranks: usize,
     pub(crate) pending: PendingVia,
     pub(crate) submit: Submit<H>,
+    /// The rows of the operation's own family (value semantics), built where
+    /// the operation's trait bound holds.
+    pub(crate) family: fn() -> Vec<crate::case::Row<H>>,
 }
 
 impl<H: Harness> Clone for Driver<H> {
@@ -361,6 +364,7 @@ pub(crate) fn local_dependencies_driver<H: Harness>() -> Driver<H> {
         ranks: 1,
         pending: PendingVia::Hold,
         submit: local_dependencies::<H>,
+        family: Vec::new,
     }
 }
 
@@ -371,15 +375,21 @@ pub(crate) fn submit_driver<H: Harness>() -> Driver<H> {
         ranks: 1,
         pending: PendingVia::Hold,
         submit: plain_submit::<H>,
+        family: Vec::new,
     }
 }
 
-fn operation_driver<H: Harness>(operation: Operation, submit: Submit<H>) -> Driver<H> {
+fn operation_driver<H: Harness>(
+    operation: Operation,
+    family: fn() -> Vec<crate::case::Row<H>>,
+    submit: Submit<H>,
+) -> Driver<H> {
     Driver {
         subject: Subject::Operation(operation),
         ranks: 2,
         pending: PendingVia::LatePeer,
         submit,
+        family,
     }
 }
 
@@ -410,7 +420,7 @@ pub(crate) fn all_reduce_sum<H: Harness>() -> Driver<H>
 where
     Backend<H>: SumReductionBackend,
 {
-    operation_driver(Operation::AllReduceSum, |ctx, executor| {
+    operation_driver(Operation::AllReduceSum, crate::suites::sum::rows::<H>, |ctx, executor| {
         let input = ctx.tensor(&values(ctx.rank(), 4), &[4])?;
         let expected = (0..4)
             .map(|i| (0..ctx.size()).map(|r| values(r, 4)[i]).sum())
@@ -425,7 +435,7 @@ pub(crate) fn all_gather_even<H: Harness>() -> Driver<H>
 where
     Backend<H>: EvenGatherBackend,
 {
-    operation_driver(Operation::AllGatherEven, |ctx, executor| {
+    operation_driver(Operation::AllGatherEven, crate::suites::gat::even_rows::<H>, |ctx, executor| {
         let input = ctx.tensor(&values(ctx.rank(), 2), &[2])?;
         let expected = (0..ctx.size()).flat_map(|r| values(r, 2)).collect();
         one_to_one(ctx, Operation::AllGatherEven, input, expected, |input| {
@@ -438,7 +448,7 @@ pub(crate) fn all_gather_uneven<H: Harness>() -> Driver<H>
 where
     Backend<H>: UnevenGatherBackend,
 {
-    operation_driver(Operation::AllGatherUneven, |ctx, executor| {
+    operation_driver(Operation::AllGatherUneven, crate::suites::gat::uneven_rows::<H>, |ctx, executor| {
         let counts: Vec<usize> = (0..ctx.size()).map(|r| r + 1).collect();
         let own = counts[ctx.rank()];
         let input = ctx.tensor(&values(ctx.rank(), own), &[own])?;
@@ -453,7 +463,7 @@ pub(crate) fn variable_all_to_all<H: Harness>() -> Driver<H>
 where
     Backend<H>: VariableAllToAllBackend,
 {
-    operation_driver(Operation::VariableAllToAll, |ctx, executor| {
+    operation_driver(Operation::VariableAllToAll, crate::suites::a2a::rows::<H>, |ctx, executor| {
         let n = ctx.size();
         let me = ctx.rank();
         let input = ctx.tensor(&values(me, n), &[n])?;
@@ -470,7 +480,7 @@ pub(crate) fn broadcast<H: Harness>() -> Driver<H>
 where
     Backend<H>: BroadcastBackend,
 {
-    operation_driver(Operation::Broadcast, |ctx, executor| {
+    operation_driver(Operation::Broadcast, crate::suites::brd::rows::<H>, |ctx, executor| {
         // The root is the last rank: the subject (rank 0) waits for a late root.
         let root = ctx.size() - 1;
         let input = if ctx.rank() == root {
@@ -488,7 +498,7 @@ pub(crate) fn barrier<H: Harness>() -> Driver<H>
 where
     Backend<H>: BarrierBackend,
 {
-    operation_driver(Operation::Barrier, |ctx, executor| {
+    operation_driver(Operation::Barrier, crate::suites::bar::rows::<H>, |ctx, executor| {
         let completion = Backend::<H>::barrier(ctx.group(), executor)
             .map_err(|e| failed(Operation::Barrier, e))?;
         Ok(Submitted {
@@ -504,7 +514,7 @@ pub(crate) fn agree_success<H: Harness>() -> Driver<H>
 where
     Backend<H>: FailureAgreementBackend,
 {
-    operation_driver(Operation::AgreeSuccess, |ctx, executor| {
+    operation_driver(Operation::AgreeSuccess, crate::suites::agr::rows::<H>, |ctx, executor| {
         let submission = Backend::<H>::agree_success(true, ctx.group(), executor)
             .map_err(|e| failed(Operation::AgreeSuccess, e))?;
         let output = submission.output;
@@ -558,7 +568,7 @@ pub(crate) fn send_receive<H: Harness>() -> Driver<H>
 where
     Backend<H>: PointToPointBackend,
 {
-    operation_driver(Operation::SendReceive, |ctx, executor| {
+    operation_driver(Operation::SendReceive, crate::suites::p2p::rows::<H>, |ctx, executor| {
         // The late peer (last rank) sends; the subject (rank 0) receives.
         let source = ctx.size() - 1;
         let route = ctx.route(ROUTE, source, 0)?;

@@ -1,0 +1,3 @@
+//! A2A mutants (being written).
+
+crate::mutants! {}

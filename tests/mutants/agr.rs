@@ -1,0 +1,3 @@
+//! AGR mutants (being written).
+
+crate::mutants! {}

@@ -1,0 +1,3 @@
+//! BAR mutants (being written).
+
+crate::mutants! {}

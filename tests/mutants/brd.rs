@@ -1,0 +1,3 @@
+//! BRD mutants (being written).
+
+crate::mutants! {}

@@ -1,0 +1,3 @@
+//! CAN mutants (being written).
+
+crate::mutants! {}

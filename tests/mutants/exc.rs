@@ -1,0 +1,3 @@
+//! EXC mutants (being written).
+
+crate::mutants! {}

@@ -1,0 +1,3 @@
+//! GAT mutants (being written).
+
+crate::mutants! {}

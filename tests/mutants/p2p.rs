@@ -1,0 +1,3 @@
+//! P2P mutants (being written).
+
+crate::mutants! {}

@@ -1,0 +1,3 @@
+//! SUB mutants (being written).
+
+crate::mutants! {}

@@ -1,0 +1,3 @@
+//! SUM mutants (being written).
+
+crate::mutants! {}
