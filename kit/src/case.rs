@@ -18,6 +18,12 @@ pub(crate) enum Body<H: Harness> {
         ranks: usize,
         script: fn(&RankCtx<'_, H>) -> Check,
     },
+    /// A script of its own, run on a fresh world of each size in turn
+    /// (the case fails at the first size that fails).
+    Sizes {
+        sizes: &'static [usize],
+        script: fn(&RankCtx<'_, H>) -> Check,
+    },
 }
 
 /// One row of a suite: an invariant checked on every subject it applies to.
@@ -34,7 +40,8 @@ pub(crate) struct Row<H: Harness> {
 pub struct Case<H: Harness> {
     pub(crate) invariant: &'static Invariant,
     pub(crate) subject: Subject,
-    pub(crate) ranks: usize,
+    /// World sizes to run the script on, in turn.
+    pub(crate) worlds: Vec<usize>,
     pub(crate) timing: bool,
     /// `Err(reason)`: the case is not supported and will not run.
     pub(crate) script: Result<Script<H>, String>,
@@ -94,7 +101,7 @@ pub fn catalogue<H: Harness>(harness: &H) -> Vec<Case<H>> {
             cases.push(Case {
                 invariant,
                 subject: Subject::Operation(*operation),
-                ranks: 1,
+                worlds: vec![1],
                 timing: false,
                 script: Err(format!("{operation} is not claimed by this backend")),
             });
@@ -106,19 +113,16 @@ pub fn catalogue<H: Harness>(harness: &H) -> Vec<Case<H>> {
         };
         for subject in subjects().into_iter().filter(|s| (row.applies)(*s)) {
             let driver = drivers.iter().find(|d| d.subject == subject).copied();
-            let (ranks, script) = match (&row.body, driver) {
-                (Body::Direct { ranks, script }, _) if subject.operation().is_none() || driver.is_some() => {
-                    let script = *script;
-                    (*ranks, Ok(Arc::new(script) as Script<H>))
+            let runnable = subject.operation().is_none() || driver.is_some();
+            let (worlds, script) = match (&row.body, driver) {
+                (Body::Direct { ranks, script }, _) if runnable => {
+                    (vec![*ranks], Ok(Arc::new(*script) as Script<H>))
                 }
-                (Body::Matrix(run), Some(driver)) => {
-                    let run = *run;
-                    (driver.ranks, Ok(driver.script(run)))
+                (Body::Sizes { sizes, script }, _) if runnable => {
+                    (sizes.to_vec(), Ok(Arc::new(*script) as Script<H>))
                 }
-                _ => (
-                    1,
-                    Err(format!("{subject} is not claimed by this backend")),
-                ),
+                (Body::Matrix(run), Some(driver)) => (vec![driver.ranks], Ok(driver.script(*run))),
+                _ => (vec![1], Err(format!("{subject} is not claimed by this backend"))),
             };
             let missing = instruments.missing(row.requires);
             let script = match script {
@@ -131,7 +135,7 @@ pub fn catalogue<H: Harness>(harness: &H) -> Vec<Case<H>> {
             cases.push(Case {
                 invariant,
                 subject,
-                ranks,
+                worlds,
                 timing: row.timing,
                 script,
             });

@@ -301,3 +301,34 @@ pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
         .or_else(|| payload.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "a panic with a non-string payload".into())
 }
+
+/// Runs `script` on every rank of a fresh world of `ranks` ranks, under the
+/// watchdog, and says how it went: `Ok` when every rank passed, otherwise a
+/// message naming the rank and the finding (including not-supported).
+///
+/// This is the building block for property tests over world shapes: each
+/// generated instance is one world.
+pub fn run_script<H: Harness>(
+    harness: Arc<H>,
+    ranks: usize,
+    seed: u64,
+    limit: Duration,
+    script: impl Fn(&RankCtx<'_, H>) -> Check + Send + Sync + 'static,
+) -> Result<(), String> {
+    match run_world(harness, ranks, seed, limit, Arc::new(script)) {
+        WorldEnd::Finished(checks) => {
+            let problems: Vec<String> = checks
+                .into_iter()
+                .enumerate()
+                .filter_map(|(rank, check)| check.err().map(|finding| format!("rank {rank}: {finding:?}")))
+                .collect();
+            if problems.is_empty() {
+                Ok(())
+            } else {
+                Err(problems.join("; "))
+            }
+        }
+        WorldEnd::Crashed { rank, message } => Err(format!("rank {rank} panicked: {message}")),
+        WorldEnd::TimedOut { ranks } => Err(format!("rank(s) {ranks:?} timed out after {limit:?}")),
+    }
+}

@@ -60,15 +60,27 @@ fn attempt<H: Harness>(harness: &Arc<H>, case: &Case<H>, seed: u64) -> (Verdict,
         Err(reason) => return (Verdict::NotSupported, Some(reason.clone())),
     };
     let limit = case_limit();
-    match run_world(Arc::clone(harness), case.ranks, seed, limit, script) {
+    for &ranks in &case.worlds {
+        let (verdict, message) = classify(case, ranks, run_world(Arc::clone(harness), ranks, seed, limit, Arc::clone(&script)), limit);
+        if verdict != Verdict::Pass {
+            return (verdict, message);
+        }
+    }
+    (Verdict::Pass, None)
+}
+
+/// The verdict of one world run.
+fn classify<H: Harness>(case: &Case<H>, ranks: usize, end: WorldEnd, limit: Duration) -> (Verdict, Option<String>) {
+    let world = if case.worlds.len() > 1 { format!(" (world of {ranks})") } else { String::new() };
+    match end {
         WorldEnd::Crashed { rank, message } => (
             Verdict::Crash,
-            Some(format!("rank {rank} panicked: {message}")),
+            Some(format!("rank {rank}{world} panicked: {message}")),
         ),
         WorldEnd::TimedOut { ranks } => (
             Verdict::Timeout,
             Some(format!(
-                "rank(s) {ranks:?} did not finish within {limit:?} (hung in backend or harness code)"
+                "rank(s) {ranks:?}{world} did not finish within {limit:?} (hung in backend or harness code)"
             )),
         ),
         WorldEnd::Finished(checks) => {
@@ -78,11 +90,11 @@ fn attempt<H: Harness>(harness: &Arc<H>, case: &Case<H>, seed: u64) -> (Verdict,
                 match check {
                     Ok(()) => {}
                     Err(Finding::Violation(message)) => failures.push(format!(
-                        "{} violated on rank {rank}: {message}",
+                        "{} violated on rank {rank}{world}: {message}",
                         case.invariant.id
                     )),
                     Err(Finding::Harness(message)) => failures.push(format!(
-                        "{}: harness error on rank {rank}: {message}",
+                        "{}: harness error on rank {rank}{world}: {message}",
                         case.name()
                     )),
                     Err(Finding::NotSupported(reason)) => unsupported.push(reason),
