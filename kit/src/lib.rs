@@ -50,5 +50,5 @@ pub use harness::{
 };
 pub use matrix::Subject;
 pub use runner::results::{CaseResult, RunResults, Verdict};
-pub use runner::{main, run_cases, run_with};
+pub use runner::{main, run_cases, run_cases_with, run_with};
 pub use world::RankCtx;

@@ -157,6 +157,17 @@ pub(crate) fn result<H: Harness>(
 /// their results in catalogue order. The programmatic entry point (mutant
 /// proofs, reports); [`main`] is the command-line one.
 pub fn run_cases<H: Harness>(harness: H, select: impl Fn(&Case<H>) -> bool) -> RunResults {
+    run_cases_with(harness, select, |_, _| {})
+}
+
+/// [`run_cases`], calling `progress(result, total)` as each case finishes
+/// (from the worker threads, in completion order), so callers can stream
+/// results to disk and show progress.
+pub fn run_cases_with<H: Harness>(
+    harness: H,
+    select: impl Fn(&Case<H>) -> bool,
+    progress: impl Fn(&CaseResult, usize) + Sync,
+) -> RunResults {
     let harness = Arc::new(harness);
     let base = base_seed();
     let cases: Vec<Arc<Case<H>>> = catalogue(&*harness)
@@ -177,6 +188,7 @@ pub fn run_cases<H: Harness>(harness: H, select: impl Fn(&Case<H>) -> bool) -> R
                 };
                 let Some(case) = cases.get(index) else { break };
                 let result = execute(&harness, case, base);
+                progress(&result, cases.len());
                 results.lock().unwrap_or_else(|p| p.into_inner())[index] = Some(result);
             });
         }
