@@ -7,18 +7,19 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 
 use crate::device::CpuDevice;
 use crate::error::CpuError;
 use crate::executor::{WorkCtx, CANCEL_POLL};
 use crate::ledger::{Kind, Ledger};
+use crate::tensor::Values;
 
 /// What one member brings to a collective.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Contribution {
-    /// Input values (row-major).
-    pub(crate) values: Vec<f32>,
+    /// Input values (row-major), shared with the input's storage.
+    pub(crate) values: Values,
     /// Input shape.
     pub(crate) shape: Vec<i32>,
     /// Operation-specific scalars every member must agree on or exchange
@@ -26,10 +27,18 @@ pub(crate) struct Contribution {
     pub(crate) meta: Vec<usize>,
 }
 
+/// Every member's contribution to one collective, in member order, plus a
+/// result computed once and shared by members whose outputs are identical.
+#[derive(Debug, Default)]
+pub(crate) struct Gathered {
+    pub(crate) contributions: Vec<Contribution>,
+    pub(crate) shared: OnceLock<Result<Values, CpuError>>,
+}
+
 #[derive(Default)]
 struct Slot {
     contributions: Vec<Option<Contribution>>,
-    all: Option<Arc<Vec<Contribution>>>,
+    all: Option<Arc<Gathered>>,
     aborted: Option<(usize, String)>,
     departed: usize,
 }
@@ -92,7 +101,7 @@ impl GroupShared {
         ctx: &WorkCtx<'_>,
         operation: &'static str,
         wait: bool,
-    ) -> Result<Arc<Vec<Contribution>>, CpuError> {
+    ) -> Result<Arc<Gathered>, CpuError> {
         let mut state = guard(&self.state);
         if let Some(reason) = &state.fenced {
             return Err(CpuError::PeerFailed {
@@ -122,13 +131,16 @@ impl GroupShared {
         }
         slot.contributions[member] = Some(contribution);
         if slot.contributions.iter().all(Option::is_some) {
-            let all = slot.contributions.iter().flatten().cloned().collect();
-            slot.all = Some(Arc::new(all));
+            let contributions = slot.contributions.iter_mut().flat_map(Option::take).collect();
+            slot.all = Some(Arc::new(Gathered {
+                contributions,
+                shared: OnceLock::new(),
+            }));
         }
         self.changed.notify_all();
         if !wait {
             Self::depart(&mut state, seq, size);
-            return Ok(Arc::new(Vec::new()));
+            return Ok(Arc::new(Gathered::default()));
         }
         loop {
             let Some(slot) = state.slots.get_mut(&seq) else {
@@ -207,7 +219,7 @@ impl GroupMember {
         ctx: &WorkCtx<'_>,
         operation: &'static str,
         wait: bool,
-    ) -> Result<Arc<Vec<Contribution>>, CpuError> {
+    ) -> Result<Arc<Gathered>, CpuError> {
         self.shared
             .exchange(seq, self.member, contribution, ctx, operation, wait)
     }

@@ -21,7 +21,7 @@ use crate::ledger::{Kind, Ledger};
 pub(crate) struct Framed {
     pub(crate) header: Vec<u8>,
     pub(crate) shape: Vec<i32>,
-    pub(crate) payload: Vec<f32>,
+    pub(crate) payload: crate::tensor::Values,
 }
 
 /// One native message on a route.
@@ -32,7 +32,7 @@ pub(crate) enum Message {
     /// Headers alone (the P2P-3 defect sends these before the payloads).
     Headers(Vec<Vec<u8>>),
     /// Payloads alone, with shapes (the P2P-3 defect).
-    Payloads(Vec<(Vec<i32>, Vec<f32>)>),
+    Payloads(Vec<(Vec<i32>, crate::tensor::Values)>),
 }
 
 /// What the wire log records of one native message.

@@ -15,9 +15,12 @@ use crate::ledger::{Ledger, StorageId};
 
 type Deferred = Box<dyn FnOnce() -> Result<Vec<f32>, CpuError> + Send>;
 
+/// Host values, shared without copying between a storage and the work that reads it.
+pub(crate) type Values = Arc<Vec<f32>>;
+
 enum Cell {
     /// Values are on the host.
-    Ready(Vec<f32>),
+    Ready(Values),
     /// Values will be computed on first evaluation.
     Deferred(Deferred),
     /// Output of communication work that has not published yet.
@@ -53,12 +56,12 @@ impl Storage {
         self.id
     }
 
-    /// Evaluates a deferred value in place and returns a copy of the values.
-    pub(crate) fn force(&self) -> Result<Vec<f32>, CpuError> {
+    /// Evaluates a deferred value in place and shares the values.
+    pub(crate) fn force(&self) -> Result<Values, CpuError> {
         let mut cell = self.cell();
         self.force_locked(&mut cell)?;
         match &*cell {
-            Cell::Ready(values) => Ok(values.clone()),
+            Cell::Ready(values) => Ok(Arc::clone(values)),
             Cell::Failed(error) => Err(error.clone()),
             Cell::Pending | Cell::Deferred(_) => Err(self.not_ready()),
         }
@@ -76,7 +79,7 @@ impl Storage {
                 unreachable!("matched Deferred above");
             };
             *cell = match compute() {
-                Ok(values) => Cell::Ready(values),
+                Ok(values) => Cell::Ready(Arc::new(values)),
                 Err(error) => Cell::Failed(error),
             };
         }
@@ -90,7 +93,7 @@ impl Storage {
     /// Values if they are on the host already; never evaluates.
     pub(crate) fn peek(&self) -> Option<Vec<f32>> {
         match &*self.cell() {
-            Cell::Ready(values) => Some(values.clone()),
+            Cell::Ready(values) => Some(values.as_ref().clone()),
             _ => None,
         }
     }
@@ -105,7 +108,7 @@ impl Storage {
     }
 
     /// Publishes the result of communication work.
-    pub(crate) fn publish(&self, result: Result<Vec<f32>, CpuError>) {
+    pub(crate) fn publish(&self, result: Result<Values, CpuError>) {
         *self.cell() = match result {
             Ok(values) => Cell::Ready(values),
             Err(error) => Cell::Failed(error),
@@ -163,7 +166,7 @@ impl CpuTensor {
         }
         Ok(Self {
             shape: shape.to_vec(),
-            storage: Storage::new(ledger, Cell::Ready(values)),
+            storage: Storage::new(ledger, Cell::Ready(Arc::new(values))),
         })
     }
 
@@ -212,16 +215,11 @@ impl CpuTensor {
 
     /// Evaluates (if deferred) and copies the values out.
     pub fn values(&self) -> Result<Vec<f32>, CpuError> {
-        self.storage.force()
+        self.storage.force().map(Arc::unwrap_or_clone)
     }
 
     pub(crate) fn storage(&self) -> &Arc<Storage> {
         &self.storage
-    }
-
-    /// The ledger this tensor's storage is accounted in.
-    pub(crate) fn ledger(&self) -> &Arc<Ledger> {
-        &self.storage.ledger
     }
 
     /// Shape as `usize` extents.

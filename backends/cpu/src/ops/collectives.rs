@@ -22,11 +22,11 @@ use crate::error::CpuError;
 use crate::executor::{CpuExecutor, WorkCtx, WorkKind};
 use crate::group::{Contribution, CpuGroup, GroupMember};
 use crate::layout::{concat_axis, slice_axis, AxisView};
-use crate::tensor::{CpuTensor, Storage};
+use crate::tensor::{CpuTensor, Storage, Values};
 use crate::CpuBackend;
 
 /// Computes one member's output from every contribution (member order) and its own index.
-type Combine = Box<dyn FnOnce(&[Contribution], usize) -> Result<Vec<f32>, CpuError> + Send>;
+type Combine = Box<dyn FnOnce(&[Contribution], usize) -> Result<Values, CpuError> + Send>;
 
 /// One collective submission, before it is queued.
 struct Collective {
@@ -36,6 +36,9 @@ struct Collective {
     output_shape: Option<Vec<i32>>,
     /// Whether this member waits for its peers (false only under planted defects).
     waits: bool,
+    /// Whether every member's output is the same: it is then computed once
+    /// and shared instead of once per member.
+    symmetric: bool,
     combine: Combine,
 }
 
@@ -47,8 +50,14 @@ impl Collective {
             meta: Vec::new(),
             output_shape: None,
             waits: true,
+            symmetric: false,
             combine,
         }
+    }
+
+    fn symmetric(mut self) -> Self {
+        self.symmetric = true;
+        self
     }
 
     /// Queues the collective; returns its output tensor (if any) and completion.
@@ -63,6 +72,7 @@ impl Collective {
             meta,
             output_shape,
             waits,
+            symmetric,
             combine,
         } = self;
         let device = executor.device();
@@ -91,7 +101,7 @@ impl Collective {
                 &member,
                 input_storage,
                 meta,
-                waits,
+                (waits, symmetric),
                 combine,
             );
             if let Some(weak) = &output_storage {
@@ -120,13 +130,13 @@ fn run_collective(
     member: &Weak<GroupMember>,
     input: Option<(Weak<Storage>, Vec<i32>)>,
     meta: Vec<usize>,
-    waits: bool,
+    (waits, symmetric): (bool, bool),
     combine: Combine,
-) -> Result<Option<Vec<f32>>, CpuError> {
+) -> Result<Option<Values>, CpuError> {
     let member = reach(member, operation, "communication group")?;
     let (values, shape) = match input {
         Some((weak, shape)) => (reach(&weak, operation, "input storage")?.force()?, shape),
-        None => (Vec::new(), Vec::new()),
+        None => (Values::default(), Vec::new()),
     };
     let contribution = Contribution {
         values,
@@ -137,9 +147,17 @@ fn run_collective(
     if !waits {
         // Planted defects only: a member that left without its peers has
         // nothing to combine (its outputs are empty by construction).
-        return Ok(Some(Vec::new()));
+        return Ok(Some(Values::default()));
     }
-    combine(&all, member.member()).map(Some)
+    let me = member.member();
+    if symmetric {
+        return all
+            .shared
+            .get_or_init(|| combine(&all.contributions, me))
+            .clone()
+            .map(Some);
+    }
+    combine(&all.contributions, me).map(Some)
 }
 
 /// Checks that every member submitted `expected` as its shape.
@@ -158,6 +176,53 @@ fn same_shapes(
             ),
         }),
         None => Ok(()),
+    }
+}
+
+/// Elementwise sum of the members' values, in member order (so results are
+/// reproducible bit for bit).
+///
+/// The sum is fused and blocked (each block of the output is summed over all
+/// members while it is in cache), and large outputs are split between two
+/// threads: the other members wait for this result, so their cores are idle.
+fn sum(members: &[Contribution]) -> Vec<f32> {
+    const PARALLEL_FROM: usize = 1 << 18;
+    let Some(first) = members.first() else {
+        return Vec::new();
+    };
+    let len = first.values.len();
+    let mut total = vec![0.0f32; len];
+    let threads = std::thread::available_parallelism().map_or(1, usize::from).min(2);
+    if threads < 2 || len < PARALLEL_FROM {
+        sum_into(&mut total, 0, members);
+        return total;
+    }
+    let (low, high) = total.split_at_mut(len / 2);
+    std::thread::scope(|scope| {
+        scope.spawn(|| sum_into(high, len / 2, members));
+        sum_into(low, 0, members);
+    });
+    total
+}
+
+/// Writes `out[i] = Σ members[m].values[offset + i]`, block by block.
+fn sum_into(out: &mut [f32], offset: usize, members: &[Contribution]) {
+    const BLOCK: usize = 4096;
+    for (index, block) in out.chunks_mut(BLOCK).enumerate() {
+        let start = offset + index * BLOCK;
+        let end = start + block.len();
+        for (m, member) in members.iter().enumerate() {
+            let Some(values) = member.values.get(start..end) else {
+                continue;
+            };
+            if m == 0 {
+                block.copy_from_slice(values);
+            } else {
+                for (acc, value) in block.iter_mut().zip(values) {
+                    *acc += value;
+                }
+            }
+        }
     }
 }
 
@@ -243,15 +308,10 @@ impl SumReductionBackend for CpuBackend {
                 } else {
                     all
                 };
-                let mut sum = vec![0.0f32; all[0].values.len()];
-                for c in members {
-                    for (acc, v) in sum.iter_mut().zip(&c.values) {
-                        *acc += v;
-                    }
-                }
-                Ok(sum)
+                Ok(Arc::new(sum(members)))
             }),
-        );
+        )
+        .symmetric();
         collective.input = Some(value);
         collective.output_shape = Some(shape);
         submission(collective.submit(group, executor)?, OP)
@@ -284,9 +344,10 @@ impl EvenGatherBackend for CpuBackend {
                 if reversed {
                     blocks.reverse();
                 }
-                Ok(concat_axis(views[0].outer, views[0].inner, &blocks))
+                Ok(Arc::new(concat_axis(views[0].outer, views[0].inner, &blocks)))
             }),
-        );
+        )
+        .symmetric();
         collective.output_shape = Some(with_axis(&shape, axis, width)?);
         collective.input = Some(value);
         submission(collective.submit(group, executor)?, OP)
@@ -352,16 +413,17 @@ impl UnevenGatherBackend for CpuBackend {
                     let wanted = views[0].outer * total * views[0].inner;
                     let mut out = flat;
                     out.resize(wanted, 0.0);
-                    return Ok(out);
+                    return Ok(Arc::new(out));
                 }
                 let blocks: Vec<(&[f32], usize)> = all
                     .iter()
                     .zip(&views)
                     .map(|(c, v)| (c.values.as_slice(), v.extent))
                     .collect();
-                Ok(concat_axis(views[0].outer, views[0].inner, &blocks))
+                Ok(Arc::new(concat_axis(views[0].outer, views[0].inner, &blocks)))
             }),
-        );
+        )
+        .symmetric();
         collective.output_shape = Some(with_axis(&shape, axis, total)?);
         collective.input = Some(value);
         submission(collective.submit(group, executor)?, OP)
@@ -424,7 +486,7 @@ impl VariableAllToAllBackend for CpuBackend {
                 }
                 let blocks: Vec<(&[f32], usize)> =
                     blocks.iter().map(|(d, n)| (d.as_slice(), *n)).collect();
-                Ok(concat_axis(views[me].outer, views[me].inner, &blocks))
+                Ok(Arc::new(concat_axis(views[me].outer, views[me].inner, &blocks)))
             }),
         );
         collective.meta = counts.send().to_vec();
@@ -470,17 +532,12 @@ impl BroadcastBackend for CpuBackend {
                     });
                 }
                 if sums {
-                    let mut sum = vec![0.0f32; all[root].values.len()];
-                    for c in all {
-                        for (acc, v) in sum.iter_mut().zip(&c.values) {
-                            *acc += v;
-                        }
-                    }
-                    return Ok(sum);
+                    return Ok(Arc::new(sum(all)));
                 }
-                Ok(all[root].values.clone())
+                Ok(Arc::clone(&all[root].values))
             }),
-        );
+        )
+        .symmetric();
         collective.meta = vec![root];
         collective.output_shape = Some(shape);
         collective.input = Some(value);
@@ -490,7 +547,7 @@ impl BroadcastBackend for CpuBackend {
 
 impl BarrierBackend for CpuBackend {
     fn barrier(group: &CpuGroup, executor: &CpuExecutor) -> Result<CpuCompletion, CpuError> {
-        let mut collective = Collective::new("barrier", Box::new(|_, _| Ok(Vec::new())));
+        let mut collective = Collective::new("barrier", Box::new(|_, _| Ok(Values::default())));
         collective.waits = !executor.device().has(Defect::BarrierEarly);
         Ok(collective.submit(group, executor)?.1)
     }
@@ -529,7 +586,7 @@ impl FailureAgreementBackend for CpuBackend {
                 if let Ok(mut result) = slot.lock() {
                     *result = Some(agreed);
                 }
-                Ok(Vec::new())
+                Ok(Values::default())
             }),
         );
         collective.meta = vec![usize::from(local_success)];
