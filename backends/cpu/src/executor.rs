@@ -73,6 +73,8 @@ pub(crate) struct Lane {
     released: Condvar,
     fault_next: AtomicBool,
     fail_next_submission: AtomicBool,
+    /// Executor handles (`ExecShared`) on this lane; the last one retires it.
+    handles: std::sync::atomic::AtomicUsize,
 }
 
 fn guard<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -91,6 +93,7 @@ impl Lane {
             released: Condvar::new(),
             fault_next: AtomicBool::new(false),
             fail_next_submission: AtomicBool::new(false),
+            handles: std::sync::atomic::AtomicUsize::new(0),
         });
         let worker = Arc::clone(&lane);
         let device = device.clone();
@@ -236,9 +239,24 @@ pub(crate) struct ExecShared {
     pub(crate) last_group: Mutex<Option<Arc<GroupMember>>>,
 }
 
+impl ExecShared {
+    fn new(id: u64, device: &CpuDevice, lane: Arc<Lane>) -> Arc<Self> {
+        lane.handles.fetch_add(1, Ordering::SeqCst);
+        device.ledger_ref().up(Kind::Executor);
+        Arc::new(Self {
+            id,
+            device: device.clone(),
+            lane,
+            last_group: Mutex::new(None),
+        })
+    }
+}
+
 impl Drop for ExecShared {
     fn drop(&mut self) {
-        self.lane.shutdown();
+        if self.lane.handles.fetch_sub(1, Ordering::SeqCst) == 1 {
+            self.lane.shutdown();
+        }
         self.device.ledger_ref().down(Kind::Executor);
     }
 }
@@ -263,28 +281,16 @@ impl std::fmt::Debug for CpuExecutor {
 impl CpuExecutor {
     pub(crate) fn spawn(device: &CpuDevice) -> Self {
         let id = device.next_id();
-        device.ledger_ref().up(Kind::Executor);
         Self {
-            shared: Arc::new(ExecShared {
-                id,
-                device: device.clone(),
-                lane: Lane::spawn(id, device),
-                last_group: Mutex::new(None),
-            }),
+            shared: ExecShared::new(id, device, Lane::spawn(id, device)),
         }
     }
 
-    /// A second handle onto the same lane (the SUB-1 defect's fork).
+    /// A second executor handle onto the same lane (the SUB-1 defect's fork).
     pub(crate) fn share_lane(&self) -> Self {
         let device = &self.shared.device;
-        device.ledger_ref().up(Kind::Executor);
         Self {
-            shared: Arc::new(ExecShared {
-                id: device.next_id(),
-                device: device.clone(),
-                lane: Arc::clone(&self.shared.lane),
-                last_group: Mutex::new(None),
-            }),
+            shared: ExecShared::new(device.next_id(), device, Arc::clone(&self.shared.lane)),
         }
     }
 

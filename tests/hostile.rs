@@ -1,0 +1,235 @@
+//! The runner survives hostile backends: a `wait` that never returns, a
+//! `Drop` that blocks forever, a panic while holding a lock, and (with process
+//! isolation) an abort. Each is a harness built for the purpose around the
+//! CPU backend; the run must go on and report `timeout` or `crash`.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use commcheck::{
+    run_cases, Claims, CompletionRef, Harness, HarnessError, HoldGuard, Identity, Instruments,
+    Ledger, Observer, Probe, Verdict, WireRecord,
+};
+use commcheck_cpu::{CpuBackend, CpuExecutor, CpuGroup, CpuRoute, CpuTensor};
+use commcheck_reference::cpu::{CpuHarness, CpuRank, CpuWorld};
+use libtest_mimic::{Arguments, Failed, Trial};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// Held work is never released, so `wait` on it never returns.
+    WaitNeverReturns,
+    /// Dropping a rank's state blocks forever.
+    DropBlocks,
+    /// Making a tensor panics while holding a lock.
+    PanicsHoldingLock,
+    /// Making a tensor aborts the process.
+    Aborts,
+}
+
+impl Mode {
+    fn parse(name: &str) -> Option<Self> {
+        [Self::WaitNeverReturns, Self::DropBlocks, Self::PanicsHoldingLock, Self::Aborts]
+            .into_iter()
+            .find(|mode| format!("{mode:?}") == name)
+    }
+}
+
+struct Hostile {
+    inner: CpuHarness,
+    mode: Mode,
+    lock: Arc<Mutex<()>>,
+}
+
+impl Hostile {
+    fn new(mode: Mode) -> Self {
+        Self {
+            inner: CpuHarness::new(),
+            mode,
+            lock: Arc::new(Mutex::new(())),
+        }
+    }
+}
+
+struct HostileRank {
+    inner: CpuRank,
+    mode: Mode,
+}
+
+impl Drop for HostileRank {
+    fn drop(&mut self) {
+        if self.mode == Mode::DropBlocks {
+            loop {
+                std::thread::park();
+            }
+        }
+    }
+}
+
+impl Harness for Hostile {
+    type Backend = CpuBackend;
+    type World = CpuWorld;
+    type Rank = HostileRank;
+    type Route = CpuRoute;
+
+    fn identity(&self) -> Identity {
+        Identity {
+            name: format!("hostile-{:?}", self.mode),
+            ..self.inner.identity()
+        }
+    }
+
+    fn claims(&self) -> Claims<Self> {
+        Claims::none().all()
+    }
+
+    fn instruments(&self) -> Instruments {
+        Instruments::ALL
+    }
+
+    fn world(&self, ranks: usize) -> Result<CpuWorld, HarnessError> {
+        self.inner.world(ranks)
+    }
+
+    fn rank(&self, world: &CpuWorld, rank: usize) -> Result<HostileRank, HarnessError> {
+        Ok(HostileRank {
+            inner: self.inner.rank(world, rank)?,
+            mode: self.mode,
+        })
+    }
+
+    fn executor<'r>(&self, rank: &'r HostileRank) -> &'r CpuExecutor {
+        self.inner.executor(&rank.inner)
+    }
+
+    fn context<'r>(&self, rank: &'r HostileRank) -> &'r CpuExecutor {
+        self.inner.context(&rank.inner)
+    }
+
+    fn group<'r>(&self, rank: &'r HostileRank) -> &'r CpuGroup {
+        self.inner.group(&rank.inner)
+    }
+
+    fn route(&self, rank: &HostileRank, id: u64, source: usize, destination: usize) -> Result<CpuRoute, HarnessError> {
+        self.inner.route(&rank.inner, id, source, destination)
+    }
+
+    fn tensor(&self, rank: &HostileRank, values: &[f32], shape: &[usize]) -> Result<CpuTensor, HarnessError> {
+        match self.mode {
+            Mode::PanicsHoldingLock => {
+                let _held = self.lock.lock();
+                panic!("hostile backend: panicked while holding a lock");
+            }
+            Mode::Aborts => std::process::abort(),
+            _ => self.inner.tensor(&rank.inner, values, shape),
+        }
+    }
+
+    fn read(&self, rank: &HostileRank, tensor: &CpuTensor) -> Result<Vec<f32>, HarnessError> {
+        self.inner.read(&rank.inner, tensor)
+    }
+
+    fn hold(&self, rank: &HostileRank, executor: &CpuExecutor) -> Option<HoldGuard> {
+        if self.mode == Mode::WaitNeverReturns {
+            // The native hold is never released: held work never completes.
+            std::mem::forget(executor.hold());
+            return Some(HoldGuard::new(|| {}));
+        }
+        self.inner.hold(&rank.inner, executor)
+    }
+
+    fn probe(&self, rank: &HostileRank, tensor: &CpuTensor) -> Option<Probe> {
+        self.inner.probe(&rank.inner, tensor)
+    }
+
+    fn ledger(&self, rank: &HostileRank) -> Option<Ledger> {
+        self.inner.ledger(&rank.inner)
+    }
+
+    fn observer(&self, completion: CompletionRef<'_, Self>) -> Option<Observer> {
+        Some(match completion {
+            CompletionRef::Plain(c) | CompletionRef::Communication(c) => {
+                let observer = c.observer();
+                Observer::new(move || match observer.observe().phase {
+                    commcheck_cpu::Phase::Completed => commcheck::WorkState::Completed,
+                    commcheck_cpu::Phase::Failed => commcheck::WorkState::Failed,
+                    commcheck_cpu::Phase::Cancelled => commcheck::WorkState::Cancelled,
+                    _ => commcheck::WorkState::Live,
+                })
+            }
+        })
+    }
+
+    fn wire_log(&self, route: &CpuRoute) -> Option<Vec<WireRecord>> {
+        self.inner.wire_log(route)
+    }
+}
+
+/// Runs `cases` against `mode`; every verdict must be in `allowed`, and the
+/// run must end (the watchdog bounds it).
+fn survives(mode: Mode, cases: &[&str], allowed: &[Verdict]) -> Result<(), Failed> {
+    let started = Instant::now();
+    let results = run_cases(Hostile::new(mode), |case| cases.contains(&case.name().as_str()));
+    if results.cases.len() != cases.len() {
+        return Err(format!("expected {} results, got {:?}", cases.len(), results.cases).into());
+    }
+    for case in &results.cases {
+        if !allowed.contains(&case.verdict) {
+            return Err(format!("{mode:?}: {} was {} ({:?}), expected one of {allowed:?}", case.name, case.verdict, case.message).into());
+        }
+    }
+    println!("{mode:?}: run ended after {:?}: {:?}", started.elapsed(), results.cases.iter().map(|c| (&c.name, c.verdict)).collect::<Vec<_>>());
+    // The process is still healthy: a correct backend still certifies here.
+    let after = run_cases(CpuHarness::new(), |case| case.name() == "EXC-10::local_dependencies");
+    match after.cases.first().map(|c| c.verdict) {
+        Some(Verdict::Pass) => Ok(()),
+        other => Err(format!("after the hostile run, a correct case gave {other:?}").into()),
+    }
+}
+
+/// An abort kills an in-process run, so it is shown under process isolation:
+/// this binary re-runs itself as a hostile suite with `COMMCHECK_ISOLATION=process`.
+fn abort_is_contained() -> Result<(), Failed> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let output = std::process::Command::new(exe)
+        .args(["RET-1::local_dependencies", "--exact"])
+        .env("HOSTILE_MODE", "Aborts")
+        .env("COMMCHECK_ISOLATION", "process")
+        .env("COMMCHECK_RESULTS", std::env::temp_dir().join("commcheck-hostile-abort.json"))
+        .output()
+        .map_err(|e| e.to_string())?;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    if output.status.success() || !stdout.contains("crash:") || !stdout.contains("signal") {
+        return Err(format!("expected a crash verdict naming the signal, got status {} and:\n{stdout}", output.status).into());
+    }
+    Ok(())
+}
+
+fn main() {
+    if let Some(mode) = std::env::var("HOSTILE_MODE").ok().and_then(|m| Mode::parse(&m)) {
+        commcheck::main(Hostile::new(mode));
+    }
+    // Hangs are bounded by the watchdog; keep it short so this file runs quickly.
+    std::env::set_var("COMMCHECK_CASE_TIMEOUT_MS", "1500");
+    let args = Arguments::from_args();
+    let trials = vec![
+        Trial::test("wait_that_never_returns_is_a_timeout", || {
+            survives(
+                Mode::WaitNeverReturns,
+                &["EXC-5::local_dependencies", "RET-6::submit"],
+                &[Verdict::Timeout, Verdict::Fail],
+            )
+        }),
+        Trial::test("drop_that_blocks_forever_is_a_timeout", || {
+            survives(Mode::DropBlocks, &["EXC-10::local_dependencies"], &[Verdict::Timeout])
+        }),
+        Trial::test("panic_while_holding_a_lock_is_a_crash", || {
+            survives(
+                Mode::PanicsHoldingLock,
+                &["RET-1::local_dependencies", "RET-3::all_reduce_sum"],
+                &[Verdict::Crash],
+            )
+        }),
+        Trial::test("abort_under_process_isolation_is_a_crash", abort_is_contained),
+    ];
+    libtest_mimic::run(&args, trials).exit();
+}
