@@ -1,10 +1,816 @@
-//! EXC: EXC: exact completion.
+//! EXC: exact completion. `is_complete` is a nonblocking, exact and monotonic
+//! observation of one submission; `wait` blocks on that submission only;
+//! errors are sticky and are never release; `resources_releasable` is a
+//! nonblocking, conservative proof of release that runs no application code.
 //!
-//! (Being written.)
+//! Every row runs on the whole completion matrix (local dependencies, plain
+//! submissions and every claimed operation) except EXC-10, which is about
+//! local dependencies only. Pending work is kept pending by the driver (hold
+//! or late peer); faulted work is additionally held on the subject's own
+//! executor, so its injected error is published while the work is still live.
 
-use crate::case::Row;
-use crate::harness::Harness;
+use std::cell::Cell;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use eredu_core::{BoundedCompletion, BoundedCompletionWait, CompletionCancellationMode};
+use eredu_runtime::backend::{CommunicationBackend, SubmissionBackend};
+
+use super::{any_completion, complete, needs, settle, verify_outputs, with_hold};
+use crate::case::{Body, Row};
+use crate::check::{ensure, eventually, slack, Check, Finding};
+use crate::harness::{
+    Backend, CommCompletion, Executor, Harness, HoldGuard, Observer, Probe, Tensor, WorkState,
+};
+use crate::matrix::{wait_within, Driver, Handle, Pending, PendingVia, Subject};
+use crate::world::RankCtx;
+
+/// How many extra observations a stickiness or monotonicity check makes.
+const REPEAT: usize = 64;
 
 pub(crate) fn rows<H: Harness>() -> Vec<Row<H>> {
-    Vec::new()
+    vec![
+        Row {
+            id: "EXC-1",
+            applies: any_completion,
+            requires: with_hold(needs::NOTHING),
+            timing: true,
+            body: Body::Matrix(is_complete_is_prompt_while_pending::<H>),
+        },
+        Row {
+            id: "EXC-2",
+            applies: any_completion,
+            requires: with_hold(needs::NOTHING),
+            timing: false,
+            body: Body::Matrix(never_complete_before_the_work::<H>),
+        },
+        Row {
+            id: "EXC-3",
+            applies: any_completion,
+            requires: with_hold(needs::NOTHING),
+            timing: false,
+            body: Body::Matrix(completion_is_monotonic::<H>),
+        },
+        Row {
+            id: "EXC-4",
+            applies: any_completion,
+            requires: with_hold(needs::OBSERVER),
+            timing: false,
+            body: Body::Matrix(wait_waits_for_this_work_only::<H>),
+        },
+        Row {
+            id: "EXC-5",
+            applies: any_completion,
+            requires: with_hold(needs::NOTHING),
+            timing: false,
+            body: Body::Matrix(complete_after_wait::<H>),
+        },
+        Row {
+            id: "EXC-6",
+            applies: any_completion,
+            requires: with_hold(needs::FAULT.and(needs::OBSERVER)),
+            timing: false,
+            body: Body::Matrix(errors_are_sticky::<H>),
+        },
+        Row {
+            id: "EXC-7",
+            applies: any_completion,
+            requires: with_hold(
+                needs::FAULT
+                    .and(needs::OBSERVER)
+                    .and(needs::PROBE)
+                    .and(needs::LEDGER),
+            ),
+            timing: false,
+            body: Body::Matrix(an_error_is_not_release::<H>),
+        },
+        Row {
+            id: "EXC-8",
+            applies: any_completion,
+            requires: with_hold(needs::FAULT.and(needs::OBSERVER)),
+            timing: true,
+            body: Body::Matrix(releasable_is_prompt_conservative_and_inert::<H>),
+        },
+        Row {
+            id: "EXC-9",
+            applies: any_completion,
+            requires: with_hold(needs::NOTHING),
+            timing: true,
+            body: Body::Matrix(releasable_agrees_with_completion::<H>),
+        },
+        Row {
+            id: "EXC-10",
+            applies: |s| s == Subject::LocalDependencies,
+            requires: needs::NOTHING,
+            timing: true,
+            body: Body::Direct {
+                ranks: 1,
+                script: empty_local_dependencies_complete::<H>,
+            },
+        },
+    ]
+}
+
+// ---------------------------------------------------------------------------
+// Shared pieces.
+
+/// How the driver keeps the subject's work pending, for messages.
+fn kept_pending(driver: Driver<impl Harness>) -> &'static str {
+    match driver.pending {
+        PendingVia::Hold => "its executor was held",
+        PendingVia::LatePeer => "a peer had not joined yet",
+    }
+}
+
+/// An observer when the harness provides one (optional extra evidence).
+fn optional_observer<H: Harness>(ctx: &RankCtx<'_, H>, completion: &Handle<H>) -> Option<Observer> {
+    ctx.harness().observer(completion.as_ref())
+}
+
+/// Waits (bounded) until the observer reports terminal work.
+fn finished(observer: &Observer, subject: Subject, after: &str) -> Check {
+    ensure(
+        eventually(slack::RELEASE, || observer.state().is_terminal()),
+        || {
+            format!(
+                "{subject}: the work was still live {:?} after {after} (observer: {:?})",
+                slack::RELEASE,
+                observer.state()
+            )
+        },
+    )
+}
+
+/// Calls `wait()` on healthy work that must complete (released, or already
+/// reported complete), so it cannot hang on a correct backend; expects success.
+fn wait_succeeds<H: Harness>(completion: &Handle<H>, subject: Subject, when: &str) -> Check {
+    completion
+        .wait()
+        .map_err(|error| Finding::Violation(format!("{subject}: wait() {when} failed: {error}")))
+}
+
+/// What polling `is_complete` for an injected fault saw.
+enum Polled {
+    /// The first error, as reported.
+    Error(String),
+    /// `Ok(true)` before any error.
+    Complete,
+    /// Only `Ok(false)` until the limit.
+    Pending,
+}
+
+/// Polls `is_complete` until it reports an error, success, or `limit` passes.
+fn poll_for_error<H: Harness>(completion: &Handle<H>, limit: Duration) -> Polled {
+    let start = Instant::now();
+    loop {
+        match completion.is_complete() {
+            Err(error) => return Polled::Error(error),
+            Ok(true) => return Polled::Complete,
+            Ok(false) if start.elapsed() >= limit => return Polled::Pending,
+            Ok(false) => std::thread::sleep(Duration::from_millis(1)),
+        }
+    }
+}
+
+/// Takes the completion out of a pending submission (to consume it with
+/// `wait_bounded`), leaving a completed, resource-free stand-in.
+fn take_completion<H: Harness>(
+    ctx: &RankCtx<'_, H>,
+    pending: &mut Pending<'_, '_, H>,
+) -> Result<Handle<H>, Finding> {
+    let stand_in = Backend::<H>::submit(ctx.executor(), std::iter::empty())
+        .map(Handle::Plain)
+        .map_err(|e| Finding::Violation(format!("submit with no values failed: {e}")))?;
+    Ok(std::mem::replace(
+        &mut pending.submitted.completion,
+        stand_in,
+    ))
+}
+
+/// A short bounded-wait policy in a mode the completion type supports (used
+/// on terminal work, where the mode does not matter, and for teardown).
+fn supported_policy<H: Harness>() -> Result<BoundedCompletionWait, Finding> {
+    let mode = if <CommCompletion<H> as BoundedCompletion>::supports_cancellation(
+        CompletionCancellationMode::NativeCancel,
+    ) {
+        CompletionCancellationMode::NativeCancel
+    } else {
+        CompletionCancellationMode::QuarantineUntilComplete
+    };
+    BoundedCompletionWait::new(slack::DEADLINE, mode).map_err(|e| Finding::Harness(e.to_string()))
+}
+
+/// The subject's work with an injected fault, held on its executor so the
+/// fault's error is published while the work is still live. Operations are
+/// also kept pending by their late peer.
+struct Faulted<'c, 'w, H: Harness> {
+    pending: Pending<'c, 'w, H>,
+    hold: Option<HoldGuard>,
+    observer: Observer,
+}
+
+impl<'c, 'w, H: Harness> Faulted<'c, 'w, H> {
+    /// Holds `executor`, injects a fault into its next work item, and submits.
+    fn submit(
+        ctx: &'c RankCtx<'w, H>,
+        driver: Driver<H>,
+        executor: &Executor<H>,
+    ) -> Result<Self, Finding> {
+        let hold = ctx.hold(executor)?;
+        ctx.inject_fault(executor)?;
+        let pending = driver.pending_on(ctx, executor)?;
+        let observer = ctx.observer(pending.submitted.completion.as_ref())?;
+        Ok(Self {
+            pending,
+            hold: Some(hold),
+            observer,
+        })
+    }
+
+    fn completion(&self) -> &Handle<H> {
+        &self.pending.submitted.completion
+    }
+
+    /// Lets the faulted work run to its (failed) end.
+    fn release(&mut self) {
+        self.pending.release();
+        drop(self.hold.take());
+    }
+
+    /// Releases and waits (bounded) until the work is terminal.
+    fn release_and_finish(&mut self, subject: Subject) -> Check {
+        self.release();
+        finished(&self.observer, subject, "the faulted work was released")
+    }
+
+    /// Polls for the injected error while the work is held; `None` when the
+    /// backend reports none while held (it may publish it only at the end).
+    fn error_while_held(&self, subject: Subject) -> Result<Option<String>, Finding> {
+        match poll_for_error(self.completion(), slack::PROMPT) {
+            Polled::Error(error) => Ok(Some(error)),
+            Polled::Pending => Ok(None),
+            Polled::Complete => Err(Finding::Violation(format!(
+                "{subject}: is_complete() returned Ok(true) for faulted work that was still held (observer: {:?})",
+                self.observer.state()
+            ))),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// EXC-1, EXC-2, EXC-3, EXC-5: observing completion.
+
+/// EXC-1: `is_complete()` returns within `slack::PROMPT` while work is pending.
+fn is_complete_is_prompt_while_pending<H: Harness>(
+    ctx: &RankCtx<'_, H>,
+    driver: Driver<H>,
+) -> Check {
+    let mut pending = driver.pending(ctx)?;
+    for call in 0..3 {
+        let start = Instant::now();
+        let seen = pending.submitted.completion.is_complete();
+        let took = start.elapsed();
+        ensure(took <= slack::PROMPT, || {
+            format!(
+                "{}: is_complete() call {} took {took:?} (returned {seen:?}) while the work was pending because {}; \
+                 a nonblocking call must return within {:?}",
+                driver.subject,
+                call + 1,
+                kept_pending(driver),
+                slack::PROMPT
+            )
+        })?;
+        settle();
+    }
+    complete(&mut pending, "EXC-1")
+}
+
+/// EXC-2: `is_complete()` never says `Ok(true)` while the work is pending,
+/// and when it first does, the work has completed (observer, output values).
+fn never_complete_before_the_work<H: Harness>(ctx: &RankCtx<'_, H>, driver: Driver<H>) -> Check {
+    let mut pending = driver.pending(ctx)?;
+    let start = Instant::now();
+    while start.elapsed() < slack::SETTLE {
+        let seen = pending.submitted.completion.is_complete();
+        ensure(!matches!(seen, Ok(true)), || {
+            format!(
+                "{}: is_complete() returned Ok(true) {:?} after submission, while the work could not have completed \
+                 because {}",
+                driver.subject,
+                start.elapsed(),
+                kept_pending(driver)
+            )
+        })?;
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let observer = optional_observer(ctx, &pending.submitted.completion);
+    complete(&mut pending, "EXC-2")?;
+    if let Some(observer) = observer {
+        let state = observer.state();
+        ensure(state == WorkState::Completed, || {
+            format!(
+                "{}: is_complete() returned Ok(true) while the observer reported {state:?}",
+                driver.subject
+            )
+        })?;
+    }
+    verify_outputs(&mut pending, ctx)
+}
+
+/// EXC-3: after the first `Ok(true)`, no later call (interleaved with
+/// `wait()`) reports `Ok(false)`.
+fn completion_is_monotonic<H: Harness>(ctx: &RankCtx<'_, H>, driver: Driver<H>) -> Check {
+    let mut pending = driver.pending(ctx)?;
+    complete(&mut pending, "EXC-3")?;
+    let completion = &pending.submitted.completion;
+    for call in 1..=REPEAT {
+        let seen = completion.is_complete();
+        ensure(matches!(seen, Ok(true)), || {
+            format!(
+                "{}: is_complete() returned {seen:?} on call {call} after it had returned Ok(true); expected Ok(true) forever",
+                driver.subject
+            )
+        })?;
+        if call % 16 == 0 {
+            wait_succeeds(
+                completion,
+                driver.subject,
+                "after is_complete() returned Ok(true)",
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// EXC-5: once `wait()` returned `Ok(())`, `is_complete()` is `Ok(true)`,
+/// from its very first call on. (No `is_complete` before `wait`: the first
+/// query after completion is the one under test.)
+fn complete_after_wait<H: Harness>(ctx: &RankCtx<'_, H>, driver: Driver<H>) -> Check {
+    let mut pending = driver.pending(ctx)?;
+    let observer = optional_observer(ctx, &pending.submitted.completion);
+    pending.release();
+    if let Some(observer) = &observer {
+        finished(observer, driver.subject, "it was released")?;
+    }
+    let completion = &pending.submitted.completion;
+    wait_succeeds(completion, driver.subject, "on released work")?;
+    for call in 1..=REPEAT / 4 {
+        let seen = completion.is_complete();
+        ensure(matches!(seen, Ok(true)), || {
+            format!(
+                "{}: is_complete() call {call} after wait() returned Ok(()) gave {seen:?}, expected Ok(true)",
+                driver.subject
+            )
+        })?;
+    }
+    verify_outputs(&mut pending, ctx)
+}
+
+// ---------------------------------------------------------------------------
+// EXC-4: wait.
+
+/// EXC-4: `wait()` returns only after this work completed, and waits for
+/// nothing else: with a submission blocked on another executor lane, the
+/// subject's released work completes and `wait()` returns.
+fn wait_waits_for_this_work_only<H: Harness>(ctx: &RankCtx<'_, H>, driver: Driver<H>) -> Check {
+    wait_returns_only_after_completion(ctx, driver)?;
+    wait_ignores_a_blocked_lane(ctx, driver)
+}
+
+/// EXC-4, first half: `wait()` right after release returns only once the
+/// observer reports the work completed.
+fn wait_returns_only_after_completion<H: Harness>(
+    ctx: &RankCtx<'_, H>,
+    driver: Driver<H>,
+) -> Check {
+    let mut pending = driver.pending(ctx)?;
+    let observer = ctx.observer(pending.submitted.completion.as_ref())?;
+    settle();
+    pending.release();
+    wait_succeeds(
+        &pending.submitted.completion,
+        driver.subject,
+        "right after release",
+    )?;
+    let state = observer.state();
+    ensure(state == WorkState::Completed, || {
+        format!(
+            "{}: wait() returned Ok(()) while the observer reported {state:?}; expected it to return only after completion",
+            driver.subject
+        )
+    })?;
+    verify_outputs(&mut pending, ctx)
+}
+
+/// EXC-4, second half: a held submission on a forked lane delays neither
+/// the subject's work nor its `wait()`. `wait()` is called only once the
+/// observer reports the work completed, so it has nothing left to wait for.
+fn wait_ignores_a_blocked_lane<H: Harness>(ctx: &RankCtx<'_, H>, driver: Driver<H>) -> Check {
+    let mut lanes = Backend::<H>::fork_executors(ctx.executor(), 1)
+        .map_err(|e| Finding::Violation(format!("fork_executors(1) failed: {e}")))?;
+    let lane = lanes
+        .pop()
+        .ok_or_else(|| Finding::Violation("fork_executors(1) returned no executor".into()))?;
+    let lane: &Executor<H> = std::borrow::Borrow::borrow(&lane);
+    let blocker = ctx.hold(lane)?;
+    let input = ctx.tensor(&[1.0, 2.0], &[2])?;
+    let other = Backend::<H>::submit(lane, [&input])
+        .map(Handle::<H>::Plain)
+        .map_err(|e| Finding::Violation(format!("submit on a forked lane failed: {e}")))?;
+    if matches!(other.is_complete(), Ok(true)) {
+        return Err(Finding::Harness(
+            "the hold instrument did not keep work on a forked lane pending".into(),
+        ));
+    }
+    let mut pending = driver.pending(ctx)?;
+    let observer = ctx.observer(pending.submitted.completion.as_ref())?;
+    pending.release();
+    ensure(
+        eventually(slack::RELEASE, || observer.state().is_terminal()),
+        || {
+            format!(
+            "{}: released work did not finish within {:?} while a submission on another executor lane was held \
+             (observer: {:?}); it must not wait for other lanes",
+            driver.subject,
+            slack::RELEASE,
+            observer.state()
+        )
+        },
+    )?;
+    wait_succeeds(
+        &pending.submitted.completion,
+        driver.subject,
+        "while another executor lane was blocked",
+    )?;
+    verify_outputs(&mut pending, ctx)?;
+    blocker.release();
+    wait_within(&other, slack::RELEASE).map_err(|error| {
+        Finding::Violation(format!(
+            "the submission on the forked lane did not complete once released: {error}"
+        ))
+    })
+}
+
+// ---------------------------------------------------------------------------
+// EXC-6, EXC-7: errors.
+
+/// EXC-6: once an injected fault was reported, every later `is_complete`,
+/// `wait` and `wait_bounded` reports an error: while the work is still live,
+/// and after it ended.
+fn errors_are_sticky<H: Harness>(ctx: &RankCtx<'_, H>, driver: Driver<H>) -> Check {
+    let subject = driver.subject;
+    let mut faulted = Faulted::submit(ctx, driver, ctx.executor())?;
+    let held_error = faulted.error_while_held(subject)?;
+    if let Some(first) = &held_error {
+        still_errors(
+            faulted.completion(),
+            subject,
+            first,
+            "while the faulted work was still held",
+        )?;
+    }
+    faulted.release_and_finish(subject)?;
+    let first = match held_error {
+        Some(first) => first,
+        None => first_error_after_the_end(&faulted, subject)?,
+    };
+    let completion = faulted.completion();
+    still_errors(completion, subject, &first, "after the faulted work ended")?;
+    if completion.wait().is_ok() {
+        return Err(Finding::Violation(format!(
+            "{subject}: wait() returned Ok(()) after is_complete() had reported the error {first:?}"
+        )));
+    }
+    still_errors(completion, subject, &first, "after wait() reported it")?;
+    if !completion.is_bounded() {
+        return Ok(());
+    }
+    let completion = take_completion(ctx, &mut faulted.pending)?;
+    match completion.wait_bounded(supported_policy::<H>()?) {
+        Some(Ok(outcome)) => Err(Finding::Violation(format!(
+            "{subject}: wait_bounded() returned Ok({outcome:?}) after the error {first:?} had been reported; \
+             expected the error again"
+        ))),
+        Some(Err(_)) | None => Ok(()),
+    }
+}
+
+/// The injected error of work that ended without reporting it while held.
+fn first_error_after_the_end<H: Harness>(
+    faulted: &Faulted<'_, '_, H>,
+    subject: Subject,
+) -> Result<String, Finding> {
+    match faulted.completion().is_complete() {
+        Err(error) => Ok(error),
+        Ok(seen) => match faulted.observer.state() {
+            WorkState::Completed => Err(Finding::Harness(format!(
+                "{subject}: the injected fault did not make the work fail (observer: Completed)"
+            ))),
+            state => Err(Finding::Violation(format!(
+                "{subject}: the faulted work ended {state:?}, but is_complete() returned Ok({seen}) instead of the error"
+            ))),
+        },
+    }
+}
+
+/// `REPEAT` further `is_complete` calls all report an error.
+fn still_errors<H: Harness>(
+    completion: &Handle<H>,
+    subject: Subject,
+    first: &str,
+    when: &str,
+) -> Check {
+    for call in 1..=REPEAT {
+        if let Ok(seen) = completion.is_complete() {
+            return Err(Finding::Violation(format!(
+                "{subject}: is_complete() returned Ok({seen}) on call {call} {when}, after it had reported the error \
+                 {first:?}; errors must be sticky"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// EXC-7: after an injected fault was reported while the work is held, the
+/// work's storages and executor stay allocated and `resources_releasable()`
+/// stays false while the work is live. The work runs on a forked lane whose
+/// handle is dropped after the error, so the completion alone keeps it alive.
+fn an_error_is_not_release<H: Harness>(ctx: &RankCtx<'_, H>, driver: Driver<H>) -> Check {
+    let subject = driver.subject;
+    let mut lanes = Backend::<H>::fork_executors(ctx.executor(), 1)
+        .map_err(|e| Finding::Violation(format!("fork_executors(1) failed: {e}")))?;
+    let lane = lanes
+        .pop()
+        .ok_or_else(|| Finding::Violation("fork_executors(1) returned no executor".into()))?;
+    let mut faulted = Faulted::submit(ctx, driver, std::borrow::Borrow::borrow(&lane))?;
+    let mut probes = std::mem::take(&mut faulted.pending.submitted.input_probes);
+    probes.append(&mut faulted.pending.submitted.output_probes);
+    drop(faulted.pending.submitted.verify.take());
+    let Some(error) = faulted.error_while_held(subject)? else {
+        faulted.release_and_finish(subject)?;
+        return Err(Finding::NotSupported(format!(
+            "{subject}: the backend reports the injected fault only after the work ended, so no error coexists with \
+             live work"
+        )));
+    };
+    settle();
+    nothing_released_while_live(&faulted, &probes, subject, &error, "the error was reported")?;
+    let before = ctx.ledger()?.executors;
+    let alive = faulted.observer.state() == WorkState::Live;
+    drop(lane);
+    let after = ctx.ledger()?.executors;
+    ensure(!alive || after >= before, || {
+        format!(
+            "{subject}: after the error {error:?}, dropping the caller's executor handle released the executor \
+             ({before} live executors, then {after}) while its faulted work was still held"
+        )
+    })?;
+    settle();
+    nothing_released_while_live(
+        &faulted,
+        &probes,
+        subject,
+        &error,
+        "the caller dropped its executor handle",
+    )?;
+    faulted.release_and_finish(subject)
+}
+
+/// While the observer reports live work: every probe is live and
+/// `resources_releasable()` is false.
+fn nothing_released_while_live<H: Harness>(
+    faulted: &Faulted<'_, '_, H>,
+    probes: &[Probe],
+    subject: Subject,
+    error: &str,
+    after: &str,
+) -> Check {
+    let releasable = faulted.completion().resources_releasable();
+    let freed = probes.iter().filter(|probe| !probe.is_live()).count();
+    // Read last: live now means live while the probes were read.
+    let state = faulted.observer.state();
+    if state != WorkState::Live {
+        return Ok(());
+    }
+    ensure(freed == 0, || {
+        format!(
+            "{subject}: after {after} (error {error:?}), {freed} of {} probed storages were freed while the work \
+             was still live; an error is not release",
+            probes.len()
+        )
+    })?;
+    ensure(!releasable, || {
+        format!(
+            "{subject}: after {after} (error {error:?}), resources_releasable() returned true while the work was \
+             still live; an error is not release"
+        )
+    })
+}
+
+// ---------------------------------------------------------------------------
+// EXC-8, EXC-9: resources_releasable.
+
+thread_local! {
+    /// Set while this thread is inside `resources_releasable`.
+    static INSIDE_RELEASABLE: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Marks the current thread as inside `resources_releasable` until dropped.
+struct Inside;
+
+impl Inside {
+    fn enter() -> Self {
+        INSIDE_RELEASABLE.with(|inside| inside.set(true));
+        Self
+    }
+}
+
+impl Drop for Inside {
+    fn drop(&mut self) {
+        INSIDE_RELEASABLE.with(|inside| inside.set(false));
+    }
+}
+
+/// A value given to `retain_until_complete` that records whether its
+/// destructor ran inside a `resources_releasable` call.
+struct Tracked(Arc<AtomicBool>);
+
+impl Drop for Tracked {
+    fn drop(&mut self) {
+        if INSIDE_RELEASABLE.with(Cell::get) {
+            self.0.store(true, Ordering::SeqCst);
+        }
+    }
+}
+
+/// Calls `resources_releasable()` marked as such; checks it returns promptly.
+fn releasable<H: Harness>(
+    completion: &Handle<H>,
+    subject: Subject,
+    when: &str,
+) -> Result<bool, Finding> {
+    let inside = Inside::enter();
+    let start = Instant::now();
+    let releasable = completion.resources_releasable();
+    let took = start.elapsed();
+    drop(inside);
+    ensure(took <= slack::PROMPT, || {
+        format!(
+            "{subject}: resources_releasable() took {took:?} {when} (returned {releasable}); a nonblocking call must \
+             return within {:?}",
+            slack::PROMPT
+        )
+    })?;
+    Ok(releasable)
+}
+
+/// EXC-8: `resources_releasable()` is prompt, false while work is pending,
+/// false after an error while the work is live, and drops no value given to
+/// `retain_until_complete` inside the call.
+fn releasable_is_prompt_conservative_and_inert<H: Harness>(
+    ctx: &RankCtx<'_, H>,
+    driver: Driver<H>,
+) -> Check {
+    releasable_is_false_while_pending(ctx, driver)?;
+    releasable_is_false_after_an_error_while_live(ctx, driver)
+}
+
+/// EXC-8 on healthy work: false while pending, prompt throughout, and (plain
+/// submissions) no retained value dropped inside the call after completion.
+fn releasable_is_false_while_pending<H: Harness>(ctx: &RankCtx<'_, H>, driver: Driver<H>) -> Check {
+    let subject = driver.subject;
+    let mut pending = driver.pending(ctx)?;
+    let dropped_inside = Arc::new(AtomicBool::new(false));
+    if let Handle::Plain(completion) = &pending.submitted.completion {
+        Backend::<H>::retain_until_complete(
+            ctx.executor(),
+            completion,
+            Tracked(Arc::clone(&dropped_inside)),
+        )
+        .map_err(|e| Finding::Violation(format!("retain_until_complete failed: {e}")))?;
+    }
+    for _ in 0..3 {
+        let seen = releasable(
+            &pending.submitted.completion,
+            subject,
+            "while the work was pending",
+        )?;
+        ensure(!seen, || {
+            format!(
+                "{subject}: resources_releasable() returned true while the work was pending because {}",
+                kept_pending(driver)
+            )
+        })?;
+        settle();
+    }
+    complete(&mut pending, "EXC-8")?;
+    let completion = &pending.submitted.completion;
+    let mut last = Ok(false);
+    eventually(slack::RELEASE_RESOURCES, || {
+        last = releasable(completion, subject, "after completion");
+        !matches!(last, Ok(false))
+    });
+    last?;
+    ensure(!dropped_inside.load(Ordering::SeqCst), || {
+        format!(
+            "{subject}: a value given to retain_until_complete was dropped inside resources_releasable(); the call \
+             must not run application destructors"
+        )
+    })
+}
+
+/// EXC-8 with a fault: an error published while the work is held is no
+/// proof of release.
+fn releasable_is_false_after_an_error_while_live<H: Harness>(
+    ctx: &RankCtx<'_, H>,
+    driver: Driver<H>,
+) -> Check {
+    let subject = driver.subject;
+    let mut faulted = Faulted::submit(ctx, driver, ctx.executor())?;
+    let error = faulted.error_while_held(subject)?;
+    let seen = releasable(
+        faulted.completion(),
+        subject,
+        "after an error while the work was held",
+    )?;
+    let state = faulted.observer.state();
+    ensure(!seen || state != WorkState::Live, || {
+        format!(
+            "{subject}: resources_releasable() returned true while the faulted work was still live (observer: \
+             {state:?}, is_complete error: {error:?}); an error is no proof of release"
+        )
+    })?;
+    faulted.release_and_finish(subject)
+}
+
+/// EXC-9: `resources_releasable()` never contradicts `is_complete()`: false
+/// while pending, and true within `slack::RELEASE_RESOURCES` once the work
+/// completed successfully.
+fn releasable_agrees_with_completion<H: Harness>(ctx: &RankCtx<'_, H>, driver: Driver<H>) -> Check {
+    let subject = driver.subject;
+    let mut pending = driver.pending(ctx)?;
+    settle();
+    let completion = &pending.submitted.completion;
+    let releasable = completion.resources_releasable();
+    let complete_now = completion.is_complete();
+    ensure(!releasable, || {
+        format!(
+            "{subject}: resources_releasable() returned true while the work was pending because {} \
+             (is_complete(): {complete_now:?})",
+            kept_pending(driver)
+        )
+    })?;
+    complete(&mut pending, "EXC-9")?;
+    let completion = &pending.submitted.completion;
+    ensure(
+        eventually(slack::RELEASE_RESOURCES, || {
+            completion.resources_releasable()
+        }),
+        || {
+            format!(
+            "{subject}: resources_releasable() was still false {:?} after is_complete() returned Ok(true) for work \
+             that completed successfully; expected it to agree",
+            slack::RELEASE_RESOURCES
+        )
+        },
+    )?;
+    let seen = completion.is_complete();
+    ensure(matches!(seen, Ok(true)), || {
+        format!(
+            "{subject}: resources_releasable() returned true while is_complete() returned {seen:?}"
+        )
+    })?;
+    verify_outputs(&mut pending, ctx)
+}
+
+// ---------------------------------------------------------------------------
+// EXC-10.
+
+/// EXC-10: `submit_local_dependencies` with no tensors completes (successfully)
+/// within `slack::RELEASE`.
+fn empty_local_dependencies_complete<H: Harness>(ctx: &RankCtx<'_, H>) -> Check {
+    let submission =
+        Backend::<H>::submit_local_dependencies(std::iter::empty::<&Tensor<H>>(), ctx.executor())
+            .map_err(|e| {
+            Finding::Violation(format!(
+                "submit_local_dependencies with no tensors failed: {e}"
+            ))
+        })?;
+    let completion = Handle::<H>::Communication(submission.completion);
+    let start = Instant::now();
+    let outcome = wait_within(&completion, slack::RELEASE);
+    let took = start.elapsed();
+    if outcome.is_err() {
+        // Tear the stuck work down so it does not outlive the case.
+        if let Ok(policy) = supported_policy::<H>() {
+            let _ = completion.wait_bounded(policy);
+        }
+    }
+    outcome.map_err(|error| {
+        Finding::Violation(format!(
+            "local_dependencies: submit_local_dependencies with no tensors did not complete ({error}, after {took:?}); \
+             expected it to complete promptly"
+        ))
+    })
 }
