@@ -24,11 +24,22 @@ enum Mode {
     PanicsHoldingLock,
     /// Making a tensor aborts the process.
     Aborts,
+    /// The harness cannot build a world.
+    WorldFails,
+    /// The harness cannot build a tensor.
+    TensorFails,
 }
 
 impl Mode {
     fn parse(name: &str) -> Option<Self> {
-        [Self::WaitNeverReturns, Self::DropBlocks, Self::PanicsHoldingLock, Self::Aborts]
+        [
+            Self::WaitNeverReturns,
+            Self::DropBlocks,
+            Self::PanicsHoldingLock,
+            Self::Aborts,
+            Self::WorldFails,
+            Self::TensorFails,
+        ]
             .into_iter()
             .find(|mode| format!("{mode:?}") == name)
     }
@@ -87,6 +98,9 @@ impl Harness for Hostile {
     }
 
     fn world(&self, ranks: usize) -> Result<CpuWorld, HarnessError> {
+        if self.mode == Mode::WorldFails {
+            return Err(HarnessError("no device available for a world".into()));
+        }
         self.inner.world(ranks)
     }
 
@@ -120,6 +134,7 @@ impl Harness for Hostile {
                 panic!("hostile backend: panicked while holding a lock");
             }
             Mode::Aborts => std::process::abort(),
+            Mode::TensorFails => Err(HarnessError("out of tensor memory".into())),
             _ => self.inner.tensor(&rank.inner, values, shape),
         }
     }
@@ -186,6 +201,18 @@ fn survives(mode: Mode, cases: &[&str], allowed: &[Verdict]) -> Result<(), Faile
     }
 }
 
+/// A broken harness yields a clear `fail` naming the case and the harness error.
+fn broken_harness_fails_clearly(mode: Mode, error: &str) -> Result<(), Failed> {
+    let case = "RET-1::local_dependencies";
+    let results = run_cases(Hostile::new(mode), |c| c.name() == case);
+    let result = results.cases.first().ok_or("no result")?;
+    let message = result.message.clone().unwrap_or_default();
+    if result.verdict != Verdict::Fail || !message.contains(case) || !message.contains(error) {
+        return Err(format!("{mode:?}: expected a fail naming {case} and {error:?}, got {} {message:?}", result.verdict).into());
+    }
+    Ok(())
+}
+
 /// An abort kills an in-process run, so it is shown under process isolation:
 /// this binary re-runs itself as a hostile suite with `COMMCHECK_ISOLATION=process`.
 fn abort_is_contained() -> Result<(), Failed> {
@@ -230,6 +257,12 @@ fn main() {
             )
         }),
         Trial::test("abort_under_process_isolation_is_a_crash", abort_is_contained),
+        Trial::test("harness_that_cannot_build_a_world_fails_clearly", || {
+            broken_harness_fails_clearly(Mode::WorldFails, "no device available for a world")
+        }),
+        Trial::test("harness_that_cannot_build_a_tensor_fails_clearly", || {
+            broken_harness_fails_clearly(Mode::TensorFails, "out of tensor memory")
+        }),
     ];
     libtest_mimic::run(&args, trials).exit();
 }
