@@ -16,7 +16,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use commcheck_cpu::{CpuBackend, CpuCompletion, CpuDevice, CpuError, CpuTensor, Defect, Phase, WireMessage};
+use commcheck_cpu::{
+    CpuBackend, CpuCompletion, CpuDevice, CpuError, CpuTensor, Defect, Phase, WireMessage,
+};
 use common::*;
 use eredu_core::{BoundedCompletion, BoundedCompletionOutcome, Completion, Submission};
 use eredu_runtime::backend::{
@@ -31,11 +33,12 @@ type Scenario = fn(&CpuDevice) -> bool;
 
 /// How long work that must not finish is watched, or how long work that must
 /// finish promptly is given.
-const SHORT: Duration = Duration::from_millis(300);
+const SHORT: Duration = Duration::from_millis(500);
 /// Bound on every cleanup wait.
 const BOUND: Duration = Duration::from_secs(5);
 
-const COMPLETED: Result<BoundedCompletionOutcome, CpuError> = Ok(BoundedCompletionOutcome::Completed);
+const COMPLETED: Result<BoundedCompletionOutcome, CpuError> =
+    Ok(BoundedCompletionOutcome::Completed);
 
 /// Bounded cleanup wait.
 fn finish(completion: CpuCompletion) -> Result<BoundedCompletionOutcome, CpuError> {
@@ -165,7 +168,9 @@ fn local_deps_fence_group(d: &CpuDevice) -> bool {
     let hold = e.hold();
     let t = tensor(d, &[1.0], &[1]);
     let deps = CpuBackend::submit_local_dependencies([&t], &e).unwrap();
-    let _ = deps.completion.wait_bounded(policy(Duration::from_millis(1), NATIVE));
+    let _ = deps
+        .completion
+        .wait_bounded(policy(Duration::from_millis(1), NATIVE));
     drop(hold);
     let second = CpuBackend::all_reduce_sum(tensor(d, &[2.0], &[1]), &group, &e).unwrap();
     output(second) != Some(vec![2.0])
@@ -200,7 +205,9 @@ fn non_monotonic_completion(d: &CpuDevice) -> bool {
     let c = CpuBackend::submit(&e, []).unwrap();
     assert!(c.observer().wait_terminal(BOUND));
     let answers: Vec<_> = (0..6).map(|_| c.is_complete()).collect();
-    answers.windows(2).any(|w| w[0] == Ok(true) && w[1] != Ok(true))
+    answers
+        .windows(2)
+        .any(|w| w[0] == Ok(true) && w[1] != Ok(true))
 }
 
 fn wait_for_device(d: &CpuDevice) -> bool {
@@ -249,7 +256,8 @@ fn error_releases(d: &CpuDevice) -> bool {
     drop(t);
     let observer = sub.completion.observer();
     assert!(eventually(|| observer.observe().error.is_some()));
-    let freed = !d.storage_live(id);
+    // Held work is live: a correct device keeps the input however long we look.
+    let freed = eventually_within(SHORT, || !d.storage_live(id));
     drop(hold);
     let _ = finish(sub.completion);
     freed
@@ -286,9 +294,12 @@ impl Drop for Probe {
 
 fn releasable_runs_destructors(d: &CpuDevice) -> bool {
     let e = d.executor();
+    // Held, so the value is retained rather than dropped at once as "already complete".
+    let hold = e.hold();
     let c = CpuBackend::submit(&e, []).unwrap();
     let dropped_inside = Arc::new(AtomicBool::new(false));
     CpuBackend::retain_until_complete(&e, &c, Probe(Arc::clone(&dropped_inside))).unwrap();
+    drop(hold);
     c.wait().unwrap();
     eventually_within(SHORT, || {
         INSIDE_RELEASABLE.with(|inside| inside.set(true));
@@ -383,7 +394,9 @@ fn quarantine_drops_live(d: &CpuDevice) -> bool {
     let sub = CpuBackend::submit_local_dependencies([&t], &e).unwrap();
     drop(t);
     let observer = sub.completion.observer();
-    let outcome = sub.completion.wait_bounded(policy(Duration::from_millis(5), QUARANTINE));
+    let outcome = sub
+        .completion
+        .wait_bounded(policy(Duration::from_millis(5), QUARANTINE));
     let freed = !d.storage_live(id);
     drop(hold);
     assert!(observer.wait_terminal(BOUND));
@@ -413,7 +426,9 @@ fn deadline_overflow(d: &CpuDevice) -> bool {
     let e = d.executor();
     let c = CpuBackend::submit(&e, []).unwrap();
     c.wait().unwrap();
-    let outcome = catch_unwind(AssertUnwindSafe(|| c.wait_bounded(policy(Duration::MAX, NATIVE))));
+    let outcome = catch_unwind(AssertUnwindSafe(|| {
+        c.wait_bounded(policy(Duration::MAX, NATIVE))
+    }));
     !matches!(outcome, Ok(Ok(BoundedCompletionOutcome::Completed)))
 }
 
@@ -446,8 +461,12 @@ fn submit_skips_evaluation(d: &CpuDevice) -> bool {
     let hold = producer.hold();
     let sum = CpuBackend::all_reduce_sum(tensor(d, &[3.0], &[1]), &group, &producer).unwrap();
     let c = CpuBackend::submit(&lane, [&sum.output]).unwrap();
-    let (outcome, materialised) =
-        release_after(hold, || (c.wait_bounded(policy(BOUND, NATIVE)), sum.output.read_materialised()));
+    let (outcome, materialised) = release_after(hold, || {
+        (
+            c.wait_bounded(policy(BOUND, NATIVE)),
+            sum.output.read_materialised(),
+        )
+    });
     let _ = finish(sum.completion);
     !(outcome == COMPLETED && materialised == Some(vec![3.0]))
 }
@@ -458,7 +477,7 @@ fn order_after_ignored(d: &CpuDevice) -> bool {
     let producer = CpuBackend::submit(&producer_lane, []).unwrap();
     CpuBackend::order_after(&producer, &consumer_lane).unwrap();
     let consumer = CpuBackend::submit(&consumer_lane, []).unwrap();
-    let early = consumer.observer().wait_terminal(Duration::from_millis(100));
+    let early = consumer.observer().wait_terminal(SHORT);
     drop(hold);
     let _ = (finish(producer), finish(consumer));
     early
@@ -494,7 +513,9 @@ fn lazy_launch(d: &CpuDevice) -> bool {
         let order = if rank == 0 { [0, 1] } else { [1, 0] };
         order.map(|k| {
             let sub = wave[k].take().unwrap();
-            sub.completion.wait_bounded(policy(Duration::from_secs(1), NATIVE)) == COMPLETED
+            sub.completion
+                .wait_bounded(policy(Duration::from_secs(1), NATIVE))
+                == COMPLETED
         })
     });
     results.iter().flatten().any(|&completed| !completed)
@@ -521,14 +542,18 @@ fn all_to_all_zero_skips(d: &CpuDevice) -> bool {
     let (go, wait_go) = mpsc::channel::<()>();
     let wait_go = Mutex::new(wait_go);
     let results = on_ranks(d, 2, |rank, group, e| {
-        let (send, receive) = if rank == 0 { (vec![1, 0], vec![1, 0]) } else { (vec![0, 0], vec![0, 0]) };
+        let (send, receive) = if rank == 0 {
+            (vec![1, 0], vec![1, 0])
+        } else {
+            (vec![0, 0], vec![0, 0])
+        };
         let counts = CommunicationPeerCounts::new(send.clone(), receive, 2).unwrap();
         let input = ranked(d, rank, &[send.iter().sum::<usize>() as i32]);
         if rank == 0 {
             let _ = wait_go.lock().unwrap().recv_timeout(BOUND);
         }
         let sub = CpuBackend::variable_all_to_all(input, &counts, 0, &group, &e).unwrap();
-        let early = rank == 1 && sub.completion.observer().wait_terminal(Duration::from_millis(100));
+        let early = rank == 1 && sub.completion.observer().wait_terminal(SHORT);
         if rank == 1 {
             go.send(()).unwrap();
         }
@@ -540,6 +565,13 @@ fn all_to_all_zero_skips(d: &CpuDevice) -> bool {
 
 const SCHEMA: &str = "commcheck.defects";
 
+/// What a transfer observed: the receive outcome, the received values, the wire log.
+type Transfer = (
+    Result<BoundedCompletionOutcome, CpuError>,
+    Vec<Option<Vec<f32>>>,
+    Vec<WireMessage>,
+);
+
 /// Sends `values` (framed with `sent`) from rank 0 to rank 1, which expects
 /// roles `expected`; returns the receive outcome, its values and the wire log.
 fn transfer(
@@ -547,31 +579,54 @@ fn transfer(
     sent: &[(&str, &[usize])],
     expected: &[(&str, &[usize])],
     values: Vec<CpuTensor>,
-) -> (Result<BoundedCompletionOutcome, CpuError>, Vec<Option<Vec<f32>>>, Vec<WireMessage>) {
+) -> Transfer {
     let id = CommunicationRouteId::new(1);
     let source = d.route(id, 0, 1, 0).unwrap();
     let destination = d.route(id, 0, 1, 1).unwrap();
-    let placeholders = values.iter().map(|v| tensor(d, &vec![f32::NAN; v.dims().iter().product::<i32>() as usize], v.dims())).collect();
-    let send = CpuBackend::send_receive(framed(SCHEMA, id, sent, values), &source, &d.executor()).unwrap();
-    let receive =
-        CpuBackend::send_receive(framed(SCHEMA, id, expected, placeholders), &destination, &d.executor())
-            .unwrap();
+    let placeholders = values
+        .iter()
+        .map(|v| {
+            tensor(
+                d,
+                &vec![f32::NAN; v.dims().iter().product::<i32>() as usize],
+                v.dims(),
+            )
+        })
+        .collect();
+    let send =
+        CpuBackend::send_receive(framed(SCHEMA, id, sent, values), &source, &d.executor()).unwrap();
+    let receive = CpuBackend::send_receive(
+        framed(SCHEMA, id, expected, placeholders),
+        &destination,
+        &d.executor(),
+    )
+    .unwrap();
     let _ = finish(send.completion);
     let outcome = finish(receive.completion);
-    let received = receive.output.iter().map(CpuTensor::read_materialised).collect();
+    let received = receive
+        .output
+        .iter()
+        .map(CpuTensor::read_materialised)
+        .collect();
     (outcome, received, source.wire_log())
 }
 
 const TWO: [(&str, &[usize]); 2] = [("first", &[2]), ("second", &[2])];
 
 fn point_to_point_reversed(d: &CpuDevice) -> bool {
-    let (outcome, received, _) = transfer(d, &TWO, &TWO, vec![ranked(d, 0, &[2]), ranked(d, 1, &[2])]);
+    let (outcome, received, _) =
+        transfer(d, &TWO, &TWO, vec![ranked(d, 0, &[2]), ranked(d, 1, &[2])]);
     outcome != COMPLETED || received != [Some(vec![0.0, 1.0]), Some(vec![1000.0, 1001.0])]
 }
 
 fn skip_header_check(d: &CpuDevice) -> bool {
     let other: [(&str, &[usize]); 2] = [("first", &[2]), ("other", &[2])];
-    let (outcome, _, _) = transfer(d, &TWO, &other, vec![ranked(d, 0, &[2]), ranked(d, 1, &[2])]);
+    let (outcome, _, _) = transfer(
+        d,
+        &TWO,
+        &other,
+        vec![ranked(d, 0, &[2]), ranked(d, 1, &[2])],
+    );
     outcome.is_ok()
 }
 
@@ -583,7 +638,10 @@ fn separate_header_message(d: &CpuDevice) -> bool {
         .collect();
     let (outcome, _, wire) = transfer(d, &TWO, &TWO, values);
     assert_eq!(outcome, COMPLETED);
-    wire != [WireMessage { headers, payload_bytes: 16 }]
+    wire != [WireMessage {
+        headers,
+        payload_bytes: 16,
+    }]
 }
 
 fn broadcast_sums(d: &CpuDevice) -> bool {
@@ -613,7 +671,7 @@ fn barrier_early(d: &CpuDevice) -> bool {
             let _ = wait_go.lock().unwrap().recv_timeout(BOUND);
         }
         let barrier = CpuBackend::barrier(&group, &e).unwrap();
-        let early = rank == 0 && barrier.observer().wait_terminal(Duration::from_millis(100));
+        let early = rank == 0 && barrier.observer().wait_terminal(SHORT);
         if rank == 0 {
             go.send(()).unwrap();
         }
@@ -633,13 +691,21 @@ fn agreement_local(d: &CpuDevice) -> bool {
 }
 
 fn agreement_blocks(d: &CpuDevice) -> bool {
-    let (returned, wait_returned) = mpsc::channel::<()>();
-    let wait_returned = Mutex::new(wait_returned);
+    // Rank 0 reports when it calls `agree_success` and when the call returned;
+    // rank 1 joins only after that (or after SHORT).
+    let (report, reports) = mpsc::channel::<()>();
+    let reports = Mutex::new(reports);
     let results = on_ranks(d, 2, |rank, group, e| {
-        let prompt = rank == 0 || wait_returned.lock().unwrap().recv_timeout(SHORT).is_ok();
+        let prompt = rank == 0 || {
+            let reports = reports.lock().unwrap();
+            reports.recv_timeout(BOUND).is_ok() && reports.recv_timeout(SHORT).is_ok()
+        };
+        if rank == 0 {
+            report.send(()).unwrap();
+        }
         let sub = CpuBackend::agree_success(true, &group, &e).unwrap();
         if rank == 0 {
-            returned.send(()).unwrap();
+            report.send(()).unwrap();
         }
         let _ = finish(sub.completion);
         prompt
@@ -667,7 +733,10 @@ const SCENARIOS: &[(Defect, Scenario)] = &[
     (Defect::NonStickyError, non_sticky_error),
     (Defect::ErrorReleases, error_releases),
     (Defect::ReleasableEarly, releasable_early),
-    (Defect::ReleasableRunsDestructors, releasable_runs_destructors),
+    (
+        Defect::ReleasableRunsDestructors,
+        releasable_runs_destructors,
+    ),
     (Defect::ReleasableNeverTrue, releasable_never_true),
     (Defect::EmptyLocalDepsHang, empty_local_deps_hang),
     (Defect::CompletedAtDeadline, completed_at_deadline),
@@ -725,7 +794,10 @@ fn mismatches(device: impl Fn(Defect) -> CpuDevice + Sync, misbehaves: bool) -> 
                     Ok(observed) if observed == misbehaves => None,
                     Ok(true) => Some(format!("{defect}: misbehaved on a correct device ({what})")),
                     Ok(false) => Some(format!("{defect}: misbehaviour not observed ({what})")),
-                    Err(panic) => Some(format!("{defect}: scenario panicked: {}", panic_message(&*panic))),
+                    Err(panic) => Some(format!(
+                        "{defect}: scenario panicked: {}",
+                        panic_message(&*panic)
+                    )),
                 }
             })
             .collect()
@@ -751,10 +823,16 @@ fn the_scenario_table_covers_every_defect_exactly_once() {
     assert_eq!(unique.len(), table.len(), "a defect has two scenarios");
     let all: BTreeSet<Defect> = Defect::ALL.iter().copied().collect();
     let missing: Vec<_> = all.difference(&unique).collect();
-    assert!(missing.is_empty(), "defects without a scenario: {missing:?}");
+    assert!(
+        missing.is_empty(),
+        "defects without a scenario: {missing:?}"
+    );
     assert_eq!(table, Defect::ALL, "the table is not in Defect::ALL order");
     for defect in Defect::ALL {
-        assert!(!defect.description().is_empty() && defect.invariant().contains('-'), "{defect}");
+        assert!(
+            !defect.description().is_empty() && defect.invariant().contains('-'),
+            "{defect}"
+        );
     }
 }
 
@@ -776,13 +854,23 @@ fn native_cancel_releases_everything_before_returning() {
         drop(t);
         let observer = sub.completion.observer();
         assert!(eventually(|| observer.observe().phase == Phase::Running));
-        let outcome = sub.completion.wait_bounded(policy(Duration::from_millis(1), NATIVE));
-        assert_eq!(outcome, Ok(BoundedCompletionOutcome::DeadlineExceeded { cancellation: NATIVE }));
+        let outcome = sub
+            .completion
+            .wait_bounded(policy(Duration::from_millis(1), NATIVE));
+        assert_eq!(
+            outcome,
+            Ok(BoundedCompletionOutcome::DeadlineExceeded {
+                cancellation: NATIVE
+            })
+        );
         if d.storage_live(id) || d.ledger().pending_work != 0 {
             late += 1;
         }
         drop(hold);
         assert!(eventually(|| d.ledger().pending_work == 0));
     }
-    assert_eq!(late, 0, "teardown reported finished while resources were still held");
+    assert_eq!(
+        late, 0,
+        "teardown reported finished while resources were still held"
+    );
 }

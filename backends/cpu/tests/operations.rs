@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use commcheck_cpu::{CpuBackend, CpuDevice, CpuError, CpuTensor, WireMessage};
 use common::*;
-use eredu_core::Completion;
+use eredu_core::{BoundedCompletion, BoundedCompletionOutcome, Completion};
 use eredu_runtime::backend::{
     BarrierBackend, BroadcastBackend, EvenGatherBackend, FailureAgreementBackend,
     PointToPointBackend, SumReductionBackend, UnevenGatherBackend, VariableAllToAllBackend,
@@ -61,13 +61,17 @@ fn all_reduce_sum_literal_values() {
     let device = CpuDevice::new();
     let results = on_ranks(&device, 2, |rank, group, executor| {
         let input = ranked(&device, rank, &[3]);
-        read(&settle(CpuBackend::all_reduce_sum(input, &group, &executor).unwrap()))
+        read(&settle(
+            CpuBackend::all_reduce_sum(input, &group, &executor).unwrap(),
+        ))
     });
     assert_eq!(results, vec![vec![1000.0, 1002.0, 1004.0]; 2]);
     // A singleton group is the identity.
     let results = on_ranks(&device, 1, |_, group, executor| {
         let input = tensor(&device, &[-1.5, 0.0, 7.25], &[3]);
-        read(&settle(CpuBackend::all_reduce_sum(input, &group, &executor).unwrap()))
+        read(&settle(
+            CpuBackend::all_reduce_sum(input, &group, &executor).unwrap(),
+        ))
     });
     assert_eq!(results, vec![vec![-1.5, 0.0, 7.25]]);
 }
@@ -80,7 +84,8 @@ fn a_wave_of_reductions_submitted_before_any_wait_completes_in_any_wait_order() 
         let results = on_ranks(&device, n, |rank, group, executor| {
             let mut wave: Vec<_> = (0..WAVE)
                 .map(|k| {
-                    let values: Vec<f32> = (0..3).map(|i| value(rank, i) + 100.0 * k as f32).collect();
+                    let values: Vec<f32> =
+                        (0..3).map(|i| value(rank, i) + 100.0 * k as f32).collect();
                     let input = tensor(&device, &values, &[3]);
                     Some(CpuBackend::all_reduce_sum(input, &group, &executor).unwrap())
                 })
@@ -120,7 +125,11 @@ fn all_gather_even_concatenates_in_member_order_on_axis_zero() {
         });
         for (rank, (shape, values)) in results.into_iter().enumerate() {
             assert_eq!(shape, [2 * n as i32, 3], "{n} ranks, rank {rank}");
-            assert_eq!(values, concatenated(1, 6, &vec![1; n]), "{n} ranks, rank {rank}");
+            assert_eq!(
+                values,
+                concatenated(1, 6, &vec![1; n]),
+                "{n} ranks, rank {rank}"
+            );
         }
     }
 }
@@ -136,7 +145,11 @@ fn all_gather_even_concatenates_in_member_order_on_a_middle_axis() {
         });
         for (rank, (shape, values)) in results.into_iter().enumerate() {
             assert_eq!(shape, [2, 2 * n as i32, 3], "{n} ranks, rank {rank}");
-            assert_eq!(values, concatenated(2, 3, &vec![2; n]), "{n} ranks, rank {rank}");
+            assert_eq!(
+                values,
+                concatenated(2, 3, &vec![2; n]),
+                "{n} ranks, rank {rank}"
+            );
         }
     }
 }
@@ -146,7 +159,9 @@ fn all_gather_even_middle_axis_literal_values() {
     let device = CpuDevice::new();
     let results = on_ranks(&device, 2, |rank, group, executor| {
         let input = ranked(&device, rank, &[2, 1, 2]);
-        read(&settle(CpuBackend::all_gather_even(input, 1, &group, &executor).unwrap()))
+        read(&settle(
+            CpuBackend::all_gather_even(input, 1, &group, &executor).unwrap(),
+        ))
     });
     let expected = vec![0.0, 1.0, 1000.0, 1001.0, 2.0, 3.0, 1002.0, 1003.0];
     assert_eq!(results, vec![expected.clone(), expected]);
@@ -178,7 +193,11 @@ fn all_gather_uneven_takes_counts_as_extents_along_the_axis() {
                 (dims(&[2, total, 2]), concatenated(2, 2, counts))
             };
             for (rank, result) in results.into_iter().enumerate() {
-                assert_eq!(result, (shape.clone(), expected.clone()), "counts {counts:?} axis {axis} rank {rank}");
+                assert_eq!(
+                    result,
+                    (shape.clone(), expected.clone()),
+                    "counts {counts:?} axis {axis} rank {rank}"
+                );
             }
         }
     }
@@ -190,7 +209,8 @@ fn all_gather_uneven_literal_values() {
     let counts = [1, 0, 2];
     let results = on_ranks(&device, 3, |rank, group, executor| {
         let input = ranked(&device, rank, &[counts[rank] as i32]);
-        let out = settle(CpuBackend::all_gather_uneven(input, &counts, 0, &group, &executor).unwrap());
+        let out =
+            settle(CpuBackend::all_gather_uneven(input, &counts, 0, &group, &executor).unwrap());
         (out.dims().to_vec(), read(&out))
     });
     for result in results {
@@ -224,7 +244,12 @@ fn variable_all_to_all_routes_each_slice_to_its_peer() {
         // Member 1 sends and receives nothing.
         vec![vec![2, 0], vec![0, 0]],
         // Member 3 sends and receives nothing; zero counts elsewhere too.
-        vec![vec![1, 0, 2, 0], vec![0, 2, 1, 0], vec![3, 1, 0, 0], vec![0, 0, 0, 0]],
+        vec![
+            vec![1, 0, 2, 0],
+            vec![0, 2, 1, 0],
+            vec![3, 1, 0, 0],
+            vec![0, 0, 0, 0],
+        ],
     ];
     for send in &cases {
         let n = send.len();
@@ -234,10 +259,15 @@ fn variable_all_to_all_routes_each_slice_to_its_peer() {
                 let receive: Vec<usize> = send.iter().map(|row| row[rank]).collect();
                 let extent: usize = send[rank].iter().sum();
                 let counts = CommunicationPeerCounts::new(send[rank].clone(), receive, n).unwrap();
-                let shape = if axis == 0 { dims(&[extent, 3]) } else { dims(&[2, extent, 3]) };
+                let shape = if axis == 0 {
+                    dims(&[extent, 3])
+                } else {
+                    dims(&[2, extent, 3])
+                };
                 let input = ranked(&device, rank, &shape);
                 let out = settle(
-                    CpuBackend::variable_all_to_all(input, &counts, axis, &group, &executor).unwrap(),
+                    CpuBackend::variable_all_to_all(input, &counts, axis, &group, &executor)
+                        .unwrap(),
                 );
                 (out.dims().to_vec(), read(&out))
             });
@@ -248,7 +278,10 @@ fn variable_all_to_all_routes_each_slice_to_its_peer() {
                 } else {
                     (2, dims(&[2, received, 3]))
                 };
-                assert_eq!(shape, expected_shape, "send {send:?} axis {axis} rank {rank}");
+                assert_eq!(
+                    shape, expected_shape,
+                    "send {send:?} axis {axis} rank {rank}"
+                );
                 assert_eq!(
                     values,
                     all_to_all_expected(send, rank, outer, 3),
@@ -268,7 +301,9 @@ fn variable_all_to_all_literal_values() {
         let receive = vec![send[0][rank], send[1][rank]];
         let counts = CommunicationPeerCounts::new(send[rank].to_vec(), receive, 2).unwrap();
         let input = ranked(&device, rank, &[send[rank].iter().sum::<usize>() as i32]);
-        read(&settle(CpuBackend::variable_all_to_all(input, &counts, 0, &group, &executor).unwrap()))
+        read(&settle(
+            CpuBackend::variable_all_to_all(input, &counts, 0, &group, &executor).unwrap(),
+        ))
     });
     assert_eq!(results[0], [0.0, 1000.0, 1001.0, 1002.0]);
     assert_eq!(results[1], [1.0, 2.0, 1003.0]);
@@ -282,15 +317,22 @@ fn an_all_zero_member_still_takes_part_in_the_all_to_all() {
     let (go, wait_go) = mpsc::channel::<()>();
     let wait_go = Mutex::new(wait_go);
     let results = on_ranks(&device, 2, |rank, group, executor| {
-        let (send, receive) = if rank == 0 { (vec![2, 0], vec![2, 0]) } else { (vec![0, 0], vec![0, 0]) };
+        let (send, receive) = if rank == 0 {
+            (vec![2, 0], vec![2, 0])
+        } else {
+            (vec![0, 0], vec![0, 0])
+        };
         let counts = CommunicationPeerCounts::new(send.clone(), receive, 2).unwrap();
         let input = ranked(&device, rank, &[send.iter().sum::<usize>() as i32, 2]);
         if rank == 0 {
             wait_go.lock().unwrap().recv().unwrap();
-            let out = settle(CpuBackend::variable_all_to_all(input, &counts, 0, &group, &executor).unwrap());
+            let out = settle(
+                CpuBackend::variable_all_to_all(input, &counts, 0, &group, &executor).unwrap(),
+            );
             (true, out.dims().to_vec(), read(&out))
         } else {
-            let sub = CpuBackend::variable_all_to_all(input, &counts, 0, &group, &executor).unwrap();
+            let sub =
+                CpuBackend::variable_all_to_all(input, &counts, 0, &group, &executor).unwrap();
             std::thread::sleep(Duration::from_millis(30));
             let pending = !sub.completion.is_complete().unwrap();
             go.send(()).unwrap();
@@ -299,7 +341,11 @@ fn an_all_zero_member_still_takes_part_in_the_all_to_all() {
         }
     });
     assert_eq!(results[0], (true, vec![2, 2], vec![0.0, 1.0, 2.0, 3.0]));
-    assert_eq!(results[1], (true, vec![0, 2], vec![]), "the idle member completed without its peer");
+    assert_eq!(
+        results[1],
+        (true, vec![0, 2], vec![]),
+        "the idle member completed without its peer"
+    );
 }
 
 // ---------------------------------------------------------------- send_receive
@@ -317,12 +363,17 @@ fn bundle(device: &CpuDevice, rank: usize, round: usize) -> Vec<CpuTensor> {
 fn bundle_values(rank: usize, round: usize) -> Vec<Vec<f32>> {
     vec![
         (0..6).map(|i| value(10 * rank + 2 * round, i)).collect(),
-        (0..4).map(|i| value(10 * rank + 2 * round + 1, i)).collect(),
+        (0..4)
+            .map(|i| value(10 * rank + 2 * round + 1, i))
+            .collect(),
     ]
 }
 
 fn placeholders(device: &CpuDevice) -> Vec<CpuTensor> {
-    vec![tensor(device, &[f32::NAN; 6], &[2, 3]), tensor(device, &[f32::INFINITY; 4], &[4])]
+    vec![
+        tensor(device, &[f32::NAN; 6], &[2, 3]),
+        tensor(device, &[f32::INFINITY; 4], &[4]),
+    ]
 }
 
 fn headers(route: CommunicationRouteId, device: &CpuDevice) -> Vec<Vec<u8>> {
@@ -344,7 +395,11 @@ fn send_receive_delivers_the_exact_ordered_bundle_in_one_message_per_send() {
         opened.wait();
         let mut rounds = Vec::new();
         for round in 0..2 {
-            let tensors = if rank == 0 { bundle(&device, 0, round) } else { placeholders(&device) };
+            let tensors = if rank == 0 {
+                bundle(&device, 0, round)
+            } else {
+                placeholders(&device)
+            };
             let values = framed(SCHEMA, id, &ROLES, tensors);
             let out = settle(CpuBackend::send_receive(values, &route, &executor).unwrap());
             let shapes: Vec<Vec<i32>> = out.iter().map(|t| t.dims().to_vec()).collect();
@@ -356,7 +411,11 @@ fn send_receive_delivers_the_exact_ordered_bundle_in_one_message_per_send() {
     for (rank, (rounds, _)) in results.iter().enumerate() {
         for (round, values) in rounds.iter().enumerate() {
             // The sender's output is what it sent; the receiver's is what arrived.
-            assert_eq!(values, &bundle_values(0, round), "rank {rank} round {round}");
+            assert_eq!(
+                values,
+                &bundle_values(0, round),
+                "rank {rank} round {round}"
+            );
         }
     }
     let message = WireMessage {
@@ -364,7 +423,11 @@ fn send_receive_delivers_the_exact_ordered_bundle_in_one_message_per_send() {
         payload_bytes: 4 * (6 + 4),
     };
     for (rank, (_, wire)) in results.iter().enumerate() {
-        assert_eq!(wire, &vec![message.clone(), message.clone()], "wire log seen from rank {rank}");
+        assert_eq!(
+            wire,
+            &vec![message.clone(), message.clone()],
+            "wire log seen from rank {rank}"
+        );
     }
     // The header bytes are exactly `frame_values`' headers, not a synthesized tag.
     assert!(message.headers[0].starts_with(b"EREDUBND"));
@@ -407,7 +470,10 @@ fn send_receive_around_a_ring_of_four_ranks() {
         let id = CommunicationRouteId::new(100 + rank as u64);
         assert_eq!(
             wire,
-            vec![WireMessage { headers: headers(id, &device), payload_bytes: 40 }],
+            vec![WireMessage {
+                headers: headers(id, &device),
+                payload_bytes: 40
+            }],
             "wire log of route {rank}"
         );
     }
@@ -428,8 +494,18 @@ fn a_bundle_sent_before_the_destination_opened_the_route_is_still_delivered() {
     let destination = device.route(id, 0, 1, 1).unwrap();
     let values = framed(SCHEMA, id, &ROLES, placeholders(&device));
     let sub = CpuBackend::send_receive(values, &destination, &device.executor()).unwrap();
-    let received = settle(sub);
-    assert_eq!(received.iter().map(read).collect::<Vec<_>>(), bundle_values(0, 0));
+    let outcome = sub
+        .completion
+        .wait_bounded(policy(Duration::from_secs(1), NATIVE));
+    assert_eq!(
+        outcome,
+        Ok(BoundedCompletionOutcome::Completed),
+        "the bundle never arrived"
+    );
+    assert_eq!(
+        sub.output.iter().map(read).collect::<Vec<_>>(),
+        bundle_values(0, 0)
+    );
 }
 
 // ---------------------------------------------------------------- broadcast
@@ -451,7 +527,11 @@ fn broadcast_copies_the_roots_input_and_never_leaks_placeholders() {
             });
             let expected: Vec<f32> = (0..6).map(|i| value(root, i)).collect();
             for (rank, result) in results.into_iter().enumerate() {
-                assert_eq!(result, (vec![2, 3], expected.clone()), "{n} ranks, root {root}, rank {rank}");
+                assert_eq!(
+                    result,
+                    (vec![2, 3], expected.clone()),
+                    "{n} ranks, root {root}, rank {rank}"
+                );
             }
         }
     }
@@ -473,7 +553,10 @@ fn barrier_completes_only_after_every_member_entered() {
                     wait_checked.lock().unwrap().recv().unwrap();
                 }
                 let barrier = CpuBackend::barrier(&group, &executor).unwrap();
-                settle(eredu_core::Submission { output: (), completion: barrier });
+                settle(eredu_core::Submission {
+                    output: (),
+                    completion: barrier,
+                });
                 true
             } else {
                 let barrier = CpuBackend::barrier(&group, &executor).unwrap();
@@ -481,11 +564,17 @@ fn barrier_completes_only_after_every_member_entered() {
                 std::thread::sleep(Duration::from_millis(20));
                 let pending = !barrier.is_complete().unwrap();
                 checked.send(()).unwrap();
-                settle(eredu_core::Submission { output: (), completion: barrier });
+                settle(eredu_core::Submission {
+                    output: (),
+                    completion: barrier,
+                });
                 pending
             }
         });
-        assert!(results.iter().all(|&pending| pending), "{n} ranks: {results:?}");
+        assert!(
+            results.iter().all(|&pending| pending),
+            "{n} ranks: {results:?}"
+        );
     }
 }
 
@@ -502,11 +591,19 @@ fn agreement(n: usize, statuses: &[bool]) -> Vec<bool> {
 #[test]
 fn agree_success_is_true_only_when_every_member_succeeded() {
     for n in SIZES {
-        assert_eq!(agreement(n, &vec![true; n]), vec![true; n], "{n} ranks, all true");
+        assert_eq!(
+            agreement(n, &vec![true; n]),
+            vec![true; n],
+            "{n} ranks, all true"
+        );
         for failed in [0, n - 1] {
             let mut statuses = vec![true; n];
             statuses[failed] = false;
-            assert_eq!(agreement(n, &statuses), vec![false; n], "{n} ranks, member {failed} false");
+            assert_eq!(
+                agreement(n, &statuses),
+                vec![false; n],
+                "{n} ranks, member {failed} false"
+            );
         }
     }
     assert_eq!(agreement(4, &[false; 4]), vec![false; 4]);
@@ -521,7 +618,10 @@ fn resolving_an_agreement_before_completion_is_an_error() {
     let hold = executor.hold();
     let sub = CpuBackend::agree_success(true, &group, &executor).unwrap();
     let early = CpuBackend::resolve_failure_agreement(sub.output.clone());
-    assert!(matches!(early, Err(CpuError::NotMaterialised { .. })), "{early:?}");
+    assert!(
+        matches!(early, Err(CpuError::NotMaterialised { .. })),
+        "{early:?}"
+    );
     assert!(early.unwrap_err().to_string().contains("has not completed"));
     hold.release();
     assert_eq!(CpuBackend::resolve_failure_agreement(settle(sub)), Ok(true));
@@ -538,7 +638,10 @@ fn resolving_an_agreement_before_completion_is_an_error() {
         let sub = CpuBackend::agree_success(true, &group, &executor).unwrap();
         let early = CpuBackend::resolve_failure_agreement(sub.output.clone());
         go.send(()).unwrap();
-        (early.is_err(), CpuBackend::resolve_failure_agreement(settle(sub)))
+        (
+            early.is_err(),
+            CpuBackend::resolve_failure_agreement(settle(sub)),
+        )
     });
     assert_eq!(results, vec![(true, Ok(true)), (true, Ok(true))]);
 }

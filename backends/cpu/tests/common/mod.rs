@@ -80,9 +80,19 @@ pub fn ranked(device: &CpuDevice, rank: usize, shape: &[i32]) -> CpuTensor {
     tensor(device, &values, shape)
 }
 
-/// The materialised values of `tensor` (panics when it is not materialised).
+/// The materialised values of `tensor` (panics when it is not materialised, or
+/// when their number is not the product of its dims).
 pub fn read(tensor: &CpuTensor) -> Vec<f32> {
-    tensor.read_materialised().expect("materialised output")
+    let values = tensor.read_materialised().expect("materialised output");
+    let elements: i64 = tensor.dims().iter().map(|&d| i64::from(d)).product();
+    assert_eq!(
+        values.len() as i64,
+        elements,
+        "a tensor of dims {:?} holds {} values",
+        tensor.dims(),
+        values.len()
+    );
+    values
 }
 
 /// Waits (bounded, ten seconds) for a submission that must succeed; returns its output.
@@ -96,8 +106,12 @@ pub fn settle<T: std::fmt::Debug>(
 }
 
 /// Waits (bounded, five seconds) for a completion that must fail; returns its error.
+///
+/// It lets the work end on its own before the bounded wait, so an error
+/// published early (an injected fault) does not turn into a cancellation.
 pub fn failure(completion: commcheck_cpu::CpuCompletion) -> commcheck_cpu::CpuError {
     use eredu_core::BoundedCompletion;
+    completion.observer().wait_terminal(Duration::from_secs(5));
     match completion.wait_bounded(policy(Duration::from_secs(5), NATIVE)) {
         Err(error) => error,
         Ok(outcome) => panic!("expected an error, got {outcome:?}"),
