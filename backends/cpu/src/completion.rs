@@ -138,12 +138,15 @@ impl CpuCompletion {
         Err(error)
     }
 
-    /// NativeCancel: request cancellation and wait for native teardown.
+    /// NativeCancel: request cancellation and wait for native teardown,
+    /// including the release of everything the work retained.
     fn cancel_and_tear_down(&self) -> Observation {
         match self.core.request_cancel(self.operation) {
-            CancelRequest::TornDown(retained) => self.device.torn_down(retained),
-            CancelRequest::Requested if !self.has(Defect::NativeCancelNoTeardown) => {
-                self.core.wait_for(None, |seen| seen.phase.is_terminal());
+            CancelRequest::TornDown(retained) => self.device.torn_down(&self.core, retained),
+            CancelRequest::Requested | CancelRequest::AlreadyTerminal
+                if !self.has(Defect::NativeCancelNoTeardown) =>
+            {
+                self.core.wait_for(None, |seen| seen.released);
             }
             CancelRequest::Requested | CancelRequest::AlreadyTerminal => {}
         }

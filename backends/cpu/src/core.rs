@@ -59,6 +59,9 @@ pub struct Observation {
     pub cancel_requested: bool,
     /// Whether the completion was handed to the quarantine owner.
     pub quarantined: bool,
+    /// Whether the retained resources of terminal work have been released
+    /// (native teardown is over: nothing the work used is still accounted).
+    pub released: bool,
 }
 
 struct Inner {
@@ -66,6 +69,7 @@ struct Inner {
     error: Option<CpuError>,
     cancel_requested: bool,
     quarantined: bool,
+    released: bool,
     retained: Vec<Retained>,
 }
 
@@ -93,6 +97,7 @@ impl Core {
                 error: None,
                 cancel_requested: false,
                 quarantined: false,
+                released: false,
                 retained,
             }),
             changed: Condvar::new(),
@@ -197,6 +202,12 @@ impl Core {
         }
     }
 
+    /// Records that the retained values of terminal work were released.
+    pub(crate) fn mark_released(&self) {
+        lock(&self.inner).released = true;
+        self.changed.notify_all();
+    }
+
     pub(crate) fn mark_quarantined(&self) {
         lock(&self.inner).quarantined = true;
     }
@@ -208,6 +219,7 @@ impl Core {
             error: inner.error.clone(),
             cancel_requested: inner.cancel_requested,
             quarantined: inner.quarantined,
+            released: inner.released,
         }
     }
 
@@ -219,6 +231,7 @@ impl Core {
             error: inner.error.clone(),
             cancel_requested: inner.cancel_requested,
             quarantined: inner.quarantined,
+            released: inner.released,
         })
     }
 
@@ -236,6 +249,7 @@ impl Core {
                 error: inner.error.clone(),
                 cancel_requested: inner.cancel_requested,
                 quarantined: inner.quarantined,
+                released: inner.released,
             };
             if stop(&seen) {
                 return seen;

@@ -23,7 +23,9 @@ struct DeviceShared {
     quarantine: Mutex<Vec<Arc<Core>>>,
     leaked: Mutex<Vec<Retained>>,
     groups: Mutex<HashMap<String, Weak<GroupShared>>>,
-    routes: Mutex<HashMap<u64, Weak<RouteShared>>>,
+    /// Routes stay registered for the device's lifetime, so a message sent
+    /// before the receiver opened its endpoint is still delivered.
+    routes: Mutex<HashMap<u64, Arc<RouteShared>>>,
 }
 
 /// One simulated device: every rank of an in-process world shares it.
@@ -162,14 +164,11 @@ impl CpuDevice {
             ));
         }
         let mut routes = guard(&self.shared.routes);
-        let shared = match routes.get(&id.value()).and_then(Weak::upgrade) {
-            Some(existing) => existing,
-            None => {
-                let created = RouteShared::new(id, source, destination);
-                routes.insert(id.value(), Arc::downgrade(&created));
-                created
-            }
-        };
+        let shared = Arc::clone(
+            routes
+                .entry(id.value())
+                .or_insert_with(|| RouteShared::new(id, source, destination)),
+        );
         drop(routes);
         if shared.endpoints() != (source, destination) {
             let (s, d) = shared.endpoints();
@@ -219,6 +218,7 @@ impl CpuDevice {
         if let Some(retained) = core.finish(outcome) {
             self.shared.ledger.down(Kind::Pending);
             self.release(retained);
+            core.mark_released();
         }
     }
 
@@ -241,8 +241,9 @@ impl CpuDevice {
     }
 
     /// Accounts for work torn down before it started (NativeCancel of queued work).
-    pub(crate) fn torn_down(&self, retained: Vec<Retained>) {
+    pub(crate) fn torn_down(&self, core: &Core, retained: Vec<Retained>) {
         self.shared.ledger.down(Kind::Pending);
         self.release(retained);
+        core.mark_released();
     }
 }

@@ -22,10 +22,37 @@ pub(crate) const CANCEL_POLL: Duration = Duration::from_millis(1);
 /// `Err(CpuError::Cancelled)` promptly once [`WorkCtx::cancelled`] is true.
 pub(crate) type Body = Box<dyn FnOnce(&WorkCtx<'_>) -> Result<(), CpuError> + Send>;
 
+/// Called instead of the body when work ends without its body running
+/// (cancelled while queued, abandoned), so a collective can abort its
+/// rendezvous and its peers fail instead of hanging.
+pub(crate) type Abort = Box<dyn FnOnce(&str) + Send>;
+
+/// What a submission queues: its body, and what to do if the body never runs.
+pub(crate) struct Work {
+    pub(crate) body: Body,
+    pub(crate) abort: Option<Abort>,
+}
+
+impl Work {
+    /// Work with nothing to undo if it never runs.
+    pub(crate) fn local(body: Body) -> Self {
+        Self { body, abort: None }
+    }
+}
+
 pub(crate) struct WorkItem {
     core: Arc<Core>,
     operation: &'static str,
-    body: Body,
+    work: Work,
+}
+
+impl WorkItem {
+    /// Ends an item whose body will never run.
+    fn abort(self, reason: &str) {
+        if let Some(abort) = self.work.abort {
+            abort(reason);
+        }
+    }
 }
 
 /// What a running body can ask of its executor.
@@ -122,6 +149,7 @@ impl Lane {
                         drop(state);
                         for item in abandoned {
                             self.abandon(id, device, &item.core, item.operation);
+                            item.abort("its executor was destroyed");
                         }
                         return;
                     }
@@ -153,14 +181,16 @@ impl Lane {
     }
 
     fn execute(&self, id: u64, device: &CpuDevice, item: WorkItem) {
+        if !item.core.start() {
+            // Cancelled while queued: teardown is accounted for; tell the peers.
+            item.abort("it was cancelled before it started");
+            return;
+        }
         let WorkItem {
             core,
             operation,
-            body,
+            work: Work { body, abort },
         } = item;
-        if !core.start() {
-            return; // cancelled while queued; teardown already accounted for
-        }
         let fault = if self.fault_next.swap(false, Ordering::SeqCst) {
             let error = CpuError::InjectedFault {
                 operation,
@@ -177,6 +207,9 @@ impl Lane {
         self.wait_while_held(&core);
         if self.is_shut_down() {
             self.abandon(id, device, &core, operation);
+            if let Some(abort) = abort {
+                abort("its executor was destroyed");
+            }
             return;
         }
         let ctx = WorkCtx {
@@ -185,7 +218,12 @@ impl Lane {
             fault,
         };
         let outcome = match ctx.checkpoint() {
-            Err(cancelled) => Err(cancelled),
+            Err(cancelled) => {
+                if let Some(abort) = abort {
+                    abort("it was cancelled before its body ran");
+                }
+                Err(cancelled)
+            }
             Ok(()) => match catch_unwind(AssertUnwindSafe(|| body(&ctx))) {
                 Ok(outcome) => outcome,
                 Err(payload) => Err(CpuError::Panicked {
@@ -339,13 +377,15 @@ impl CpuExecutor {
     }
 
     /// Queues native work. `retained` lives until the work is terminal; the
-    /// executor itself is retained too (RET-2).
+    /// executor itself is retained too (RET-2). `build` makes the work only
+    /// once the submission is admitted, so a refused submission leaves no
+    /// trace (no group sequence number taken, nothing queued).
     pub(crate) fn enqueue(
         &self,
         operation: &'static str,
         kind: WorkKind,
         mut retained: Vec<Retained>,
-        body: Body,
+        build: impl FnOnce() -> Work,
     ) -> Result<CpuCompletion, CpuError> {
         let device = &self.shared.device;
         let fail = self
@@ -368,7 +408,7 @@ impl CpuExecutor {
         let item = WorkItem {
             core: Arc::clone(&core),
             operation,
-            body,
+            work: build(),
         };
         let completion = CpuCompletion::new(core, device.clone(), operation);
         if kind == WorkKind::Communication && device.has(Defect::LazyLaunch) {

@@ -18,6 +18,8 @@ use crate::tensor::Values;
 /// What one member brings to a collective.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Contribution {
+    /// The operation the member submitted; members of one collective must agree.
+    pub(crate) operation: &'static str,
     /// Input values (row-major), shared with the input's storage.
     pub(crate) values: Values,
     /// Input shape.
@@ -175,6 +177,24 @@ impl GroupShared {
         }
     }
 
+    /// Aborts collective `seq` on behalf of `member`, whose work ended without
+    /// running (cancelled before it started, or abandoned): peers fail.
+    pub(crate) fn abort(&self, seq: u64, member: usize, reason: &str) {
+        let mut state = guard(&self.state);
+        let size = self.size;
+        let slot = state.slots.entry(seq).or_insert_with(|| Slot {
+            contributions: vec![None; size],
+            ..Slot::default()
+        });
+        if slot.all.is_none() {
+            slot.aborted
+                .get_or_insert_with(|| (member, format!("its work ended before it took part: {reason}")));
+        }
+        Self::depart(&mut state, seq, size);
+        drop(state);
+        self.changed.notify_all();
+    }
+
     /// Records that one member left collective `seq`; the last one frees the slot.
     fn depart(state: &mut GroupState, seq: u64, size: usize) {
         if let Some(slot) = state.slots.get_mut(&seq) {
@@ -222,6 +242,12 @@ impl GroupMember {
     ) -> Result<Arc<Gathered>, CpuError> {
         self.shared
             .exchange(seq, self.member, contribution, ctx, operation, wait)
+    }
+
+    /// The rendezvous this member meets its peers in, and its index there.
+    /// (Holding it keeps the rendezvous, not the member's native handle.)
+    pub(crate) fn rendezvous(&self) -> (Arc<GroupShared>, usize) {
+        (Arc::clone(&self.shared), self.member)
     }
 
     /// Fails every later collective on this group (only the RET-8 defect calls this).

@@ -96,8 +96,6 @@ fn a_shape_mismatch_in_all_reduce_sum_fails_every_member_and_names_the_member() 
 }
 
 #[test]
-#[ignore = "backend bug: ops/collectives.rs same_shapes compares against the local shape but \
-            words it as member 0's, so the odd member names member 0 and misquotes its shape"]
 fn every_member_names_the_odd_member_out_and_quotes_real_shapes() {
     let device = CpuDevice::new();
     let errors = on_ranks(&device, 3, |rank, group, executor| {
@@ -208,10 +206,6 @@ fn an_uneven_count_that_differs_from_the_own_extent_is_refused() {
 }
 
 #[test]
-#[ignore = "backend bug (uncommitted `.symmetric()` on all_gather_uneven in ops/collectives.rs): \
-            the result computed by the first member, from its own counts, is shared with all, so \
-            rank 0 either gets rank 1's success as a [2, 2] tensor holding 6 values, or rank 1 \
-            gets rank 0's error"]
 fn an_uneven_count_that_differs_from_a_peers_extent_fails_the_rank_that_claimed_it() {
     // Rank 0 claims member 1 holds 1 row; member 1 really holds 2. Whichever
     // rank arrives last, the claiming rank must fail, and the other rank's
@@ -252,15 +246,12 @@ fn check_uneven_claim(late: usize) {
         &error,
         &[
             "all_gather_uneven",
-            "member 1 has extent 2 along axis 0, counts say 1",
+            "member 1 submitted axis and counts [0, 1, 2], member 0 submitted [0, 1, 1]",
         ],
     );
 }
 
 #[test]
-#[ignore = "backend bug (or doc gap): collectives.rs module doc says disagreeing members fail on \
-            every rank, but counts are never exchanged; since the shared symmetric result, \
-            whichever member combines first decides for all (both fail, or both succeed)"]
 fn disagreeing_uneven_counts_fail_every_member() {
     for late in [0, 1] {
         let device = CpuDevice::new();
@@ -282,9 +273,6 @@ fn disagreeing_uneven_counts_fail_every_member() {
 }
 
 #[test]
-#[ignore = "backend bug: the gather axis is never exchanged, and since the shared symmetric result \
-            (ops/collectives.rs `.symmetric()` on all_gather_even) a member that named another \
-            axis silently gets the first combiner's layout under its own output shape"]
 fn members_naming_different_gather_axes_fail_or_get_their_own_layout() {
     for late in [0, 1] {
         let device = CpuDevice::new();
@@ -373,8 +361,6 @@ fn all_to_all_send_and_receive_disagreement_fails_the_receiver_naming_the_sender
 }
 
 #[test]
-#[ignore = "backend bug (or doc gap): collectives.rs module doc says disagreeing members fail on \
-            every rank, but an all-to-all sender whose own receive counts match succeeds"]
 fn all_to_all_disagreement_fails_every_member() {
     let device = CpuDevice::new();
     let results = on_ranks(&device, 2, |rank, group, executor| {
@@ -445,7 +431,7 @@ fn broadcast_members_naming_different_roots_all_fail() {
             ),
             "{error:?}"
         );
-        names(&error, &["names root"]);
+        names(&error, &["member 1 submitted root [1], member 0 submitted [0]"]);
     }
 }
 
@@ -839,9 +825,6 @@ fn a_refused_collective_submission_does_not_desynchronise_the_group() {
 }
 
 #[test]
-#[ignore = "backend bug: ops/collectives.rs Collective::submit takes the group sequence number \
-            (next_seq) before executor.enqueue, which fail_next_submission makes return Err; the \
-            refusing member's later collectives meet the peers' previous ones (hang / wrong pairing)"]
 fn a_collective_refused_by_the_executor_does_not_desynchronise_the_group() {
     let device = CpuDevice::new();
     let (go, wait_go) = mpsc::channel::<()>();
@@ -868,10 +851,6 @@ fn a_collective_refused_by_the_executor_does_not_desynchronise_the_group() {
 }
 
 #[test]
-#[ignore = "backend bug: executor.rs Lane::execute skips the body when NativeCancel was requested \
-            before it ran (core.rs request_cancel also tears queued items down unrun), so the \
-            cancelled collective never aborts its rendezvous and its peers hang until their own \
-            deadlines instead of failing"]
 fn a_collective_cancelled_before_its_body_ran_fails_its_peers() {
     for queued in [false, true] {
         let device = CpuDevice::new();
@@ -909,8 +888,6 @@ fn a_collective_cancelled_before_its_body_ran_fails_its_peers() {
 }
 
 #[test]
-#[ignore = "backend bug (or doc gap): contributions do not carry the operation, so members running \
-            different collectives in the same slot (sum vs even gather) both succeed silently"]
 fn members_running_different_collectives_fail() {
     let device = CpuDevice::new();
     let results = on_ranks(&device, 2, |rank, group, executor| {

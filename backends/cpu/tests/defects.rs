@@ -369,8 +369,8 @@ fn native_cancel_errors(d: &CpuDevice) -> bool {
 fn native_cancel_no_teardown(d: &CpuDevice) -> bool {
     // Whether the worker has already noticed the request when the call
     // returns is a race under the defect; a correct device never loses it.
-    // (Only the phase is checked: see the ignored test at the end of the file
-    // for the release of the retained resources.)
+    // (Only the phase is checked here; `native_cancel_releases_everything_before_returning`
+    // checks the release of the retained resources.)
     (0..20).any(|_| {
         let e = d.executor();
         let hold = e.hold();
@@ -837,11 +837,6 @@ fn the_scenario_table_covers_every_defect_exactly_once() {
 }
 
 #[test]
-#[ignore = "backend bug: device.rs CpuDevice::finish publishes the terminal phase (core.finish) \
-            before ledger.down(Pending) and the release of the retained values, and \
-            completion.rs cancel_and_tear_down waits only for the phase, so right after \
-            DeadlineExceeded{NativeCancel} the ledger can still count the work and its \
-            retained storage can still be live"]
 fn native_cancel_releases_everything_before_returning() {
     let d = CpuDevice::new();
     let e = d.executor();

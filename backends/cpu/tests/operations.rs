@@ -480,8 +480,6 @@ fn send_receive_around_a_ring_of_four_ranks() {
 }
 
 #[test]
-#[ignore = "backend bug: a message sent before the destination opened its endpoint is lost once the \
-            sender drops its route (device.rs route registry holds only Weak<RouteShared>)"]
 fn a_bundle_sent_before_the_destination_opened_the_route_is_still_delivered() {
     let device = CpuDevice::new();
     let executor = device.executor();

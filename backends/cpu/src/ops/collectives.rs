@@ -19,7 +19,7 @@ use super::{reach, Retention};
 use crate::completion::CpuCompletion;
 use crate::defect::Defect;
 use crate::error::CpuError;
-use crate::executor::{CpuExecutor, WorkCtx, WorkKind};
+use crate::executor::{CpuExecutor, Work, WorkCtx, WorkKind};
 use crate::group::{Contribution, CpuGroup, GroupMember};
 use crate::layout::{concat_axis, slice_axis, AxisView};
 use crate::tensor::{CpuTensor, Storage, Values};
@@ -92,32 +92,41 @@ impl Collective {
                 *last = Some(Arc::clone(&group.member));
             }
         }
-        let seq = group.member.next_seq();
-        let body = Box::new(move |ctx: &WorkCtx<'_>| {
-            let result = run_collective(
-                ctx,
-                operation,
-                seq,
-                &member,
-                input_storage,
-                meta,
-                (waits, symmetric),
-                combine,
-            );
-            if let Some(weak) = &output_storage {
-                let storage = reach(weak, operation, "output storage")?;
-                let published = result.clone().and_then(|values| {
-                    values.ok_or(CpuError::NotMaterialised {
-                        storage: storage.id().value(),
-                        reason: "the collective produced no value".into(),
-                    })
-                });
-                storage.publish(published);
+        let group_member = Arc::clone(&group.member);
+        let completion = executor.enqueue(operation, WorkKind::Communication, retention.into_vec(), move || {
+            // The sequence number is taken only once the submission is admitted.
+            let seq = group_member.next_seq();
+            let (rendezvous, index) = group_member.rendezvous();
+            let body = Box::new(move |ctx: &WorkCtx<'_>| {
+                let result = run_collective(
+                    ctx,
+                    operation,
+                    seq,
+                    &member,
+                    input_storage,
+                    meta,
+                    (waits, symmetric),
+                    combine,
+                );
+                if let Some(weak) = &output_storage {
+                    let storage = reach(weak, operation, "output storage")?;
+                    let published = result.clone().and_then(|values| {
+                        values.ok_or(CpuError::NotMaterialised {
+                            storage: storage.id().value(),
+                            reason: "the collective produced no value".into(),
+                        })
+                    });
+                    storage.publish(published);
+                }
+                result.map(drop)
+            });
+            let abort: crate::executor::Abort =
+                Box::new(move |reason: &str| rendezvous.abort(seq, index, reason));
+            Work {
+                body,
+                abort: Some(abort),
             }
-            result.map(drop)
-        });
-        let completion =
-            executor.enqueue(operation, WorkKind::Communication, retention.into_vec(), body)?;
+        })?;
         Ok((output, completion))
     }
 }
@@ -139,11 +148,22 @@ fn run_collective(
         None => (Values::default(), Vec::new()),
     };
     let contribution = Contribution {
+        operation,
         values,
         shape,
         meta,
     };
     let all = member.exchange(seq, contribution, ctx, operation, waits)?;
+    if let Some(odd) = all.contributions.iter().position(|c| c.operation != operation) {
+        return Err(CpuError::MemberMismatch {
+            operation,
+            member: odd,
+            detail: format!(
+                "submitted {} where this member submitted {operation} (collectives matched out of order)",
+                all.contributions[odd].operation
+            ),
+        });
+    }
     if !waits {
         // Planted defects only: a member that left without its peers has
         // nothing to combine (its outputs are empty by construction).
@@ -160,19 +180,30 @@ fn run_collective(
     combine(&all.contributions, me).map(Some)
 }
 
-/// Checks that every member submitted `expected` as its shape.
-fn same_shapes(
+/// Checks that every member submitted the same shape as member 0.
+fn same_shapes(operation: &'static str, all: &[Contribution]) -> Result<(), CpuError> {
+    agree(operation, all, "shape", |c| c.shape.clone())
+}
+
+/// Checks that every member agrees with member 0 on `key` (named `what`).
+/// All members see the same contributions, so all of them fail alike, and
+/// the message names the first member that differs.
+fn agree<T: PartialEq + std::fmt::Debug>(
     operation: &'static str,
     all: &[Contribution],
-    expected: &[i32],
+    what: &str,
+    key: impl Fn(&Contribution) -> T,
 ) -> Result<(), CpuError> {
-    match all.iter().position(|c| c.shape != expected) {
+    let Some(first) = all.first().map(&key) else {
+        return Ok(());
+    };
+    match all.iter().position(|c| key(c) != first) {
         Some(member) => Err(CpuError::MemberMismatch {
             operation,
             member,
             detail: format!(
-                "submitted shape {:?}, member 0 submitted {:?}",
-                all[member].shape, expected
+                "submitted {what} {:?}, member 0 submitted {first:?}",
+                key(&all[member])
             ),
         }),
         None => Ok(()),
@@ -298,11 +329,10 @@ impl SumReductionBackend for CpuBackend {
         const OP: &str = "all_reduce_sum";
         let shape = value.dims().to_vec();
         let skip_last = executor.device().has(Defect::SumSkipsLastMember);
-        let expected = shape.clone();
         let mut collective = Collective::new(
             OP,
             Box::new(move |all, _| {
-                same_shapes(OP, all, &expected)?;
+                same_shapes(OP, all)?;
                 let members = if skip_last && all.len() > 1 {
                     &all[..all.len() - 1]
                 } else {
@@ -330,11 +360,11 @@ impl EvenGatherBackend for CpuBackend {
         let shape = value.dims().to_vec();
         let width = value.extents()[axis] * group.size();
         let reversed = executor.device().has(Defect::GatherReversed);
-        let expected = shape.clone();
         let mut collective = Collective::new(
             OP,
             Box::new(move |all, _| {
-                same_shapes(OP, all, &expected)?;
+                agree(OP, all, "axis", |c| c.meta.clone())?;
+                same_shapes(OP, all)?;
                 let views = axis_views(OP, all, axis)?;
                 let mut blocks: Vec<(&[f32], usize)> = all
                     .iter()
@@ -348,6 +378,7 @@ impl EvenGatherBackend for CpuBackend {
             }),
         )
         .symmetric();
+        collective.meta = vec![axis];
         collective.output_shape = Some(with_axis(&shape, axis, width)?);
         collective.input = Some(value);
         submission(collective.submit(group, executor)?, OP)
@@ -389,12 +420,14 @@ impl UnevenGatherBackend for CpuBackend {
             .ok_or_else(|| CpuError::invalid(OP, "counts whose sum fits in usize", format!("{counts:?}")))?;
         let shape = value.dims().to_vec();
         let flat_counts = executor.device().has(Defect::UnevenCountsAsElements);
-        let counts = counts.to_vec();
         let mut collective = Collective::new(
             OP,
             Box::new(move |all, _| {
+                // meta = [axis, counts...]: every member must name the same ones.
+                agree(OP, all, "axis and counts", |c| c.meta.clone())?;
+                let counts = &all[0].meta[1..];
                 let views = axis_views(OP, all, axis)?;
-                if let Some(member) = views.iter().zip(&counts).position(|(v, c)| v.extent != *c) {
+                if let Some(member) = views.iter().zip(counts).position(|(v, c)| v.extent != *c) {
                     return Err(CpuError::MemberMismatch {
                         operation: OP,
                         member,
@@ -405,14 +438,12 @@ impl UnevenGatherBackend for CpuBackend {
                     });
                 }
                 if flat_counts {
-                    let flat = all
+                    let mut out: Vec<f32> = all
                         .iter()
-                        .zip(&counts)
+                        .zip(counts)
                         .flat_map(|(c, n)| c.values.iter().take(*n).copied())
-                        .collect::<Vec<_>>();
-                    let wanted = views[0].outer * total * views[0].inner;
-                    let mut out = flat;
-                    out.resize(wanted, 0.0);
+                        .collect();
+                    out.resize(views[0].outer * total * views[0].inner, 0.0);
                     return Ok(Arc::new(out));
                 }
                 let blocks: Vec<(&[f32], usize)> = all
@@ -424,6 +455,7 @@ impl UnevenGatherBackend for CpuBackend {
             }),
         )
         .symmetric();
+        collective.meta = std::iter::once(axis).chain(counts.iter().copied()).collect();
         collective.output_shape = Some(with_axis(&shape, axis, total)?);
         collective.input = Some(value);
         submission(collective.submit(group, executor)?, OP)
@@ -440,10 +472,11 @@ impl VariableAllToAllBackend for CpuBackend {
     ) -> Result<Submission<CpuTensor, CpuCompletion>, CpuError> {
         const OP: &str = "variable_all_to_all";
         check_axis(OP, &value, axis)?;
-        if counts.group_size() != group.size() {
+        let n = group.size();
+        if counts.group_size() != n {
             return Err(CpuError::invalid(
                 OP,
-                format!("counts for {} peers", group.size()),
+                format!("counts for {n} peers"),
                 format!("counts for {} peers", counts.group_size()),
             ));
         }
@@ -459,37 +492,47 @@ impl VariableAllToAllBackend for CpuBackend {
                 format!("send counts {:?} summing to {sent}", counts.send()),
             ));
         }
-        let me = group.member();
-        let receive = counts.receive().to_vec();
         let zero = sent == 0 && received == 0;
         let shape = value.dims().to_vec();
         let mut collective = Collective::new(
             OP,
-            Box::new(move |all, _| {
-                let views = axis_views(OP, all, axis)?;
-                let mut blocks = Vec::with_capacity(all.len());
-                for (peer, (c, view)) in all.iter().zip(&views).enumerate() {
-                    let sends = &c.meta;
-                    let offset: usize = sends[..me].iter().sum();
-                    let len = sends[me];
-                    if len != receive[peer] {
-                        return Err(CpuError::MemberMismatch {
-                            operation: OP,
-                            member: peer,
-                            detail: format!(
-                                "sends {len} to member {me}, which expects {}",
-                                receive[peer]
-                            ),
-                        });
+            Box::new(move |all, me| {
+                // meta = [axis, send[0..n], receive[0..n]].
+                agree(OP, all, "axis", |c| c.meta.first().copied())?;
+                let sends = |p: usize| &all[p].meta[1..=n];
+                let receives = |p: usize| &all[p].meta[1 + n..];
+                for p in 0..n {
+                    for q in 0..n {
+                        if sends(p)[q] != receives(q)[p] {
+                            return Err(CpuError::MemberMismatch {
+                                operation: OP,
+                                member: p,
+                                detail: format!(
+                                    "sends {} to member {q}, which expects {} from it",
+                                    sends(p)[q],
+                                    receives(q)[p]
+                                ),
+                            });
+                        }
                     }
-                    blocks.push((slice_axis(&c.values, *view, offset, len), len));
                 }
+                let views = axis_views(OP, all, axis)?;
+                let blocks: Vec<(Vec<f32>, usize)> = (0..n)
+                    .map(|p| {
+                        let offset: usize = sends(p)[..me].iter().sum();
+                        let len = sends(p)[me];
+                        (slice_axis(&all[p].values, views[p], offset, len), len)
+                    })
+                    .collect();
                 let blocks: Vec<(&[f32], usize)> =
                     blocks.iter().map(|(d, n)| (d.as_slice(), *n)).collect();
                 Ok(Arc::new(concat_axis(views[me].outer, views[me].inner, &blocks)))
             }),
         );
-        collective.meta = counts.send().to_vec();
+        collective.meta = std::iter::once(axis)
+            .chain(counts.send().iter().copied())
+            .chain(counts.receive().iter().copied())
+            .collect();
         collective.waits = !(zero && executor.device().has(Defect::AllToAllZeroSkips));
         collective.output_shape = Some(with_axis(&shape, axis, received)?);
         collective.input = Some(value);
@@ -519,18 +562,11 @@ impl BroadcastBackend for CpuBackend {
         };
         let sums = executor.device().has(Defect::BroadcastSums);
         let shape = value.dims().to_vec();
-        let expected = shape.clone();
         let mut collective = Collective::new(
             OP,
             Box::new(move |all, _| {
-                same_shapes(OP, all, &expected)?;
-                if let Some(member) = all.iter().position(|c| c.meta != [root]) {
-                    return Err(CpuError::MemberMismatch {
-                        operation: OP,
-                        member,
-                        detail: format!("names root {:?}, member 0 names {root}", all[member].meta),
-                    });
-                }
+                agree(OP, all, "root", |c| c.meta.clone())?;
+                same_shapes(OP, all)?;
                 if sums {
                     return Ok(Arc::new(sum(all)));
                 }

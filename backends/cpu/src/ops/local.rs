@@ -10,7 +10,7 @@ use super::{reach, Retention};
 use crate::completion::CpuCompletion;
 use crate::defect::Defect;
 use crate::error::CpuError;
-use crate::executor::{CpuExecutor, WorkCtx, WorkKind, CANCEL_POLL};
+use crate::executor::{CpuExecutor, Work, WorkCtx, WorkKind, CANCEL_POLL};
 use crate::group::CpuGroup;
 use crate::route::CpuRoute;
 use crate::tensor::{CpuTensor, Storage};
@@ -52,7 +52,8 @@ fn local_work<'a>(
         }
         Ok(())
     });
-    let completion = executor.enqueue(operation, WorkKind::Local, retention.into_vec(), body)?;
+    let completion =
+        executor.enqueue(operation, WorkKind::Local, retention.into_vec(), || Work::local(body))?;
     Ok(completion.with_fenced_group(fenced.map(|group| group.member)))
 }
 
@@ -120,7 +121,7 @@ impl SubmissionBackend for CpuBackend {
             }
         });
         // The gate's own completion is internal: dropping it retains nothing live.
-        executor.enqueue("order_after", WorkKind::Local, Vec::new(), body)?;
+        executor.enqueue("order_after", WorkKind::Local, Vec::new(), || Work::local(body))?;
         Ok(())
     }
 

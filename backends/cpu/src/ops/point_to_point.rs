@@ -90,7 +90,9 @@ impl PointToPointBackend for CpuBackend {
             (outputs, body)
         };
         let completion =
-            executor.enqueue(OP, WorkKind::Communication, retention.into_vec(), body)?;
+            executor.enqueue(OP, WorkKind::Communication, retention.into_vec(), || {
+                crate::executor::Work::local(body)
+            })?;
         Ok(Submission { output, completion })
     }
 }
