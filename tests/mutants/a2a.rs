@@ -1,3 +1,5 @@
-//! A2A mutants (being written).
+//! A2A mutants.
 
-crate::mutants! {}
+crate::mutants! {
+    a2a_1_all_to_all_zero_skips => AllToAllZeroSkips,
+}

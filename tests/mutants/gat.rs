@@ -1,3 +1,6 @@
-//! GAT mutants (being written).
+//! GAT mutants.
 
-crate::mutants! {}
+crate::mutants! {
+    gat_1_gather_reversed => GatherReversed,
+    gat_2_uneven_counts_as_elements => UnevenCountsAsElements,
+}

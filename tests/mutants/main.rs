@@ -38,14 +38,18 @@ fn family(id: &str) -> &str {
 }
 
 /// Watchdog for mutant runs: some defects make work hang on purpose, and a
-/// hang is proven as soon as the watchdog fires. Correct cases finish far
-/// sooner than this.
-const MUTANT_CASE_TIMEOUT_MS: &str = "5000";
+/// hang is proven as soon as the watchdog fires. It is longer than twice
+/// `slack::RELEASE`, so checks that bound their own waits report their own
+/// `fail` first; hung cases overlap (`COMMCHECK_JOBS`), as they use no CPU.
+const MUTANT_CASE_TIMEOUT_MS: &str = "11000";
 
 /// Runs the defect's own invariant and the sentinels of other families.
 pub fn prove(defect: Defect) -> RunResults {
     static WATCHDOG: std::sync::Once = std::sync::Once::new();
-    WATCHDOG.call_once(|| std::env::set_var("COMMCHECK_CASE_TIMEOUT_MS", MUTANT_CASE_TIMEOUT_MS));
+    WATCHDOG.call_once(|| {
+        std::env::set_var("COMMCHECK_CASE_TIMEOUT_MS", MUTANT_CASE_TIMEOUT_MS);
+        std::env::set_var("COMMCHECK_JOBS", "4");
+    });
     let id = defect.invariant();
     let results = run_cases(CpuHarness::with_defect(defect), |case| {
         let name = case.name();

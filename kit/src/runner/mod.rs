@@ -6,6 +6,7 @@
 //! Environment:
 //! - `COMMCHECK_CASE_TIMEOUT_MS`: per-case watchdog (default 20000);
 //! - `COMMCHECK_SEED`: base seed (default: derived from the clock, recorded);
+//! - `COMMCHECK_JOBS`: cases [`run_cases`] runs at once (default 2);
 //! - `COMMCHECK_ISOLATION=process`: run each case in a child process, so an
 //!   abort or segfault is contained and reported as `crash`;
 //! - `COMMCHECK_RESULTS`: where the JSON result file goes (default
@@ -24,6 +25,15 @@ use crate::check::Finding;
 use crate::harness::Harness;
 use crate::world::{run_world, WorldEnd};
 use results::{CaseResult, RunResults, Verdict, RESULTS_SCHEMA};
+
+/// Cases [`run_cases`] runs at once (`COMMCHECK_JOBS`, default 2).
+fn jobs() -> usize {
+    std::env::var("COMMCHECK_JOBS")
+        .ok()
+        .and_then(|jobs| jobs.parse().ok())
+        .filter(|jobs| *jobs > 0)
+        .unwrap_or(2)
+}
 
 /// Per-case watchdog limit.
 fn case_limit() -> Duration {
@@ -153,7 +163,8 @@ pub(crate) fn result<H: Harness>(
     }
 }
 
-/// Runs the cases `select` picks, in this process, two at a time, and returns
+/// Runs the cases `select` picks, in this process, `COMMCHECK_JOBS` (default
+/// two) at a time, and returns
 /// their results in catalogue order. The programmatic entry point (mutant
 /// proofs, reports); [`main`] is the command-line one.
 pub fn run_cases<H: Harness>(harness: H, select: impl Fn(&Case<H>) -> bool) -> RunResults {
@@ -178,7 +189,7 @@ pub fn run_cases_with<H: Harness>(
     let next = Mutex::new(0usize);
     let results = Mutex::new(vec![None; cases.len()]);
     std::thread::scope(|scope| {
-        for _ in 0..2 {
+        for _ in 0..jobs() {
             scope.spawn(|| loop {
                 let index = {
                     let mut next = next.lock().unwrap_or_else(|p| p.into_inner());

@@ -1,13 +1,283 @@
-//! A2A: A2A: variable all-to-all.
+//! A2A: variable all-to-all (`VariableAllToAllBackend::variable_all_to_all`).
 //!
-//! (Being written.)
+//! A2A-1: with `CommunicationPeerCounts::new(send, receive, n)`, the
+//! `send[p]` consecutive slices of a member's input along `axis` go to peer
+//! p, and its output is the `receive[p]` slices from each peer p, in peer
+//! order (counts are extents along the axis: every input has several
+//! elements per position). Zero counts are valid, and every member still
+//! takes part: a member whose counts are all zero stays pending until the
+//! last member has joined (checked after [`slack::SETTLE`], hence a timing
+//! row). Counts for another group size are an error on every rank.
+//!
+//! Inputs are exact (see [`super::sum::exact`]); each step picks, from the
+//! case's seed, the counts and the member that joins last; every wait is
+//! bounded.
 
-use crate::case::Row;
+use eredu_core::Completion;
+use eredu_runtime::backend::VariableAllToAllBackend;
+use eredu_runtime::CommunicationPeerCounts;
+
+use super::sum::exact::{
+    check_output, concat, expect_error, finish_within, in_turn, in_turn_then, pick, run, slice,
+    values, with_extent, Flow, Owned, LATE,
+};
+use super::{needs, settle};
+use crate::case::{Body, Row};
+use crate::check::{slack, Check, Finding};
+use crate::claims::Operation;
 use crate::harness::{Backend, Harness};
+use crate::matrix::Subject;
+use crate::violation;
+use crate::world::RankCtx;
+
+/// World sizes every A2A case runs on.
+const SIZES: &[usize] = &[1, 2, 3, 4, 8];
+
+/// Seed path component for the member whose counts are all zero.
+const ZERO: u64 = 0x2e60;
+
+/// Which members have all-zero counts in a step.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Zeros {
+    /// Random counts from 0 to 2 (zeros included).
+    Random,
+    /// One member (never the late one) sends and receives nothing.
+    One,
+    /// Every count is zero.
+    All,
+}
+
+/// The steps: each member's input is `base` with its total send count along
+/// `axis` (the placeholder 0 there).
+const STEPS: &[(&[usize], usize, Zeros)] = &[
+    (&[0, 2], 0, Zeros::Random),
+    (&[2, 0, 3], 1, Zeros::Random),
+    (&[3, 0], 1, Zeros::Random),
+    (&[0, 2], 0, Zeros::One),
+    (&[2, 0, 2], 1, Zeros::All),
+];
 
 pub(crate) fn rows<H: Harness>() -> Vec<Row<H>>
 where
-    Backend<H>: eredu_runtime::backend::VariableAllToAllBackend,
+    Backend<H>: VariableAllToAllBackend,
 {
-    Vec::new()
+    vec![Row {
+        id: "A2A-1",
+        applies: |s| s == Subject::Operation(Operation::VariableAllToAll),
+        requires: needs::NOTHING,
+        timing: true,
+        body: Body::Sizes {
+            sizes: SIZES,
+            script: all_to_all_routes_every_slice::<H>,
+        },
+    }]
+}
+
+/// One step's plan, identical on every rank (it comes from the seed).
+struct Plan<'a> {
+    step: u64,
+    base: &'a [usize],
+    axis: usize,
+    /// `matrix[i][j]`: how many positions member i sends to member j.
+    matrix: Vec<Vec<usize>>,
+    late: usize,
+    /// The member with all-zero counts that must wait for the late one.
+    zero: Option<usize>,
+}
+
+impl Plan<'_> {
+    fn sends(&self, member: usize) -> Vec<usize> {
+        self.matrix.get(member).cloned().unwrap_or_default()
+    }
+
+    fn receives(&self, member: usize) -> Vec<usize> {
+        self.matrix
+            .iter()
+            .map(|row| row.get(member).copied().unwrap_or(0))
+            .collect()
+    }
+
+    fn shape(&self, member: usize) -> Vec<usize> {
+        with_extent(self.base, self.axis, self.sends(member).iter().sum())
+    }
+
+    fn input(&self, seed: u64, member: usize) -> Vec<f32> {
+        values(seed, self.step, member, self.shape(member).iter().product())
+    }
+
+    /// `member`'s expected output: the slices addressed to it, in peer order.
+    fn expected(&self, seed: u64, member: usize) -> Vec<f32> {
+        let blocks: Vec<(Vec<f32>, usize)> = (0..self.matrix.len())
+            .map(|peer| {
+                let sends = self.sends(peer);
+                let offset = sends.iter().take(member).sum();
+                let len = sends.get(member).copied().unwrap_or(0);
+                let block = slice(
+                    &self.input(seed, peer),
+                    &self.shape(peer),
+                    self.axis,
+                    offset,
+                    len,
+                );
+                (block, len)
+            })
+            .collect();
+        concat(self.base, self.axis, &blocks)
+    }
+}
+
+fn plan(
+    seed: u64,
+    step: u64,
+    size: usize,
+    (base, axis, zeros): (&'static [usize], usize, Zeros),
+) -> Plan<'static> {
+    let late = pick(seed, &[step, LATE], size);
+    let zero = match zeros {
+        Zeros::One if size > 1 => Some((late + 1 + pick(seed, &[step, ZERO], size - 1)) % size),
+        _ => None,
+    };
+    let matrix = (0..size)
+        .map(|from| {
+            (0..size)
+                .map(|to| match zeros {
+                    Zeros::All => 0,
+                    _ if zero == Some(from) || zero == Some(to) => 0,
+                    _ => pick(seed, &[step, from as u64, to as u64], 3),
+                })
+                .collect()
+        })
+        .collect();
+    Plan {
+        step,
+        base,
+        axis,
+        matrix,
+        late,
+        zero: if zeros == Zeros::All { None } else { zero },
+    }
+}
+
+/// A2A-1: exact exchanges on every step, the zero members staying pending
+/// until the late member joins, then counts for another group size fail.
+fn all_to_all_routes_every_slice<H: Harness>(ctx: &RankCtx<'_, H>) -> Check
+where
+    Backend<H>: VariableAllToAllBackend,
+{
+    run(ctx, || {
+        for (step, &(base, axis, zeros)) in (0u64..).zip(STEPS) {
+            let plan = plan(ctx.seed(), step, ctx.size(), (base, axis, zeros));
+            let all_zero = zeros == Zeros::All;
+            exchange_once(ctx, &plan, all_zero)?;
+        }
+        counts_for_another_group_fail(ctx, 100)
+    })
+}
+
+/// Whether this rank must still be pending when the late member has not
+/// joined: the step's zero member, or (in an all-zero step) every member.
+fn must_wait(plan: &Plan<'_>, rank: usize, all_zero: bool) -> bool {
+    rank != plan.late && (plan.zero == Some(rank) || all_zero)
+}
+
+fn exchange_once<H: Harness>(ctx: &RankCtx<'_, H>, plan: &Plan<'_>, all_zero: bool) -> Flow
+where
+    Backend<H>: VariableAllToAllBackend,
+{
+    let (seed, size, rank) = (ctx.seed(), ctx.size(), ctx.rank());
+    let (send, receive) = (plan.sends(rank), plan.receives(rank));
+    let (axis, late) = (plan.axis, plan.late);
+    let counts = CommunicationPeerCounts::new(send.clone(), receive.clone(), size)
+        .map_err(|e| Finding::Harness(format!("peer counts: {e}")))?;
+    let input = ctx.tensor(&plan.input(seed, rank), &plan.shape(rank))?;
+    // The caller keeps a handle: retention is RET-3's subject, not this one's.
+    let kept = input.clone();
+    let what = || {
+        format!(
+            "variable_all_to_all on axis {axis} with send {send:?} and receive {receive:?}, rank \
+             {rank} of {size} (member {late} joined last; count matrix {:?})",
+            plan.matrix
+        )
+    };
+    let submitted = in_turn_then(
+        ctx,
+        &format!("a2a-1/{}", plan.step),
+        late,
+        || Backend::<H>::variable_all_to_all(input, &counts, axis, ctx.group(), ctx.executor()),
+        |submitted| match submitted {
+            Ok(submission) if must_wait(plan, rank, all_zero) => {
+                still_pending(&submission.completion, &what)
+            }
+            _ => Ok(()),
+        },
+    )?;
+    let submission = submitted.map_err(|e| violation!("{}: submission failed: {e}", what()))?;
+    finish_within(ctx, &what, Owned::new(submission.completion))?;
+    check_output(
+        ctx,
+        || {
+            format!(
+                "{}: output should be the slices sent to this member, in peer order",
+                what()
+            )
+        },
+        &submission.output,
+        &with_extent(plan.base, axis, receive.iter().sum()),
+        &plan.expected(seed, rank),
+    )?;
+    drop(kept);
+    Ok(())
+}
+
+/// A member with all-zero counts still takes part: before the late member
+/// joined, its completion must not report success.
+fn still_pending<C: Completion>(completion: &C, what: &dyn Fn() -> String) -> Flow {
+    settle();
+    match completion.is_complete() {
+        Ok(false) => Ok(()),
+        Ok(true) => Err(violation!(
+            "{}: this member's counts are all zero, yet it reported complete {:?} after \
+             submitting, before the late member had joined; every member must still take part",
+            what(),
+            slack::SETTLE
+        )
+        .into()),
+        Err(error) => Err(violation!(
+            "{}: this member's counts are all zero, and it failed before the late member had \
+             joined: {error}",
+            what()
+        )
+        .into()),
+    }
+}
+
+/// Bad input: counts built for a group one larger than the real one (every
+/// count zero, so each input matches its own counts). Every rank must see
+/// an error.
+fn counts_for_another_group_fail<H: Harness>(ctx: &RankCtx<'_, H>, step: u64) -> Flow
+where
+    Backend<H>: VariableAllToAllBackend,
+{
+    let (seed, size, rank) = (ctx.seed(), ctx.size(), ctx.rank());
+    let late = pick(seed, &[step, LATE], size);
+    let counts = CommunicationPeerCounts::new(vec![0; size + 1], vec![0; size + 1], size + 1)
+        .map_err(|e| Finding::Harness(format!("peer counts: {e}")))?;
+    let input = ctx.tensor(&[], &[0, 2])?;
+    let kept = input.clone();
+    let submitted = in_turn(ctx, &format!("a2a-1/{step}"), late, || {
+        Backend::<H>::variable_all_to_all(input, &counts, 0, ctx.group(), ctx.executor())
+    })?;
+    expect_error(
+        ctx,
+        &|| {
+            format!(
+                "variable_all_to_all with counts for {} peers in a group of {size} (rank {rank}, \
+                 member {late} joined last)",
+                size + 1
+            )
+        },
+        submitted,
+    )?;
+    drop(kept);
+    Ok(())
 }
