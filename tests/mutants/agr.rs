@@ -1,3 +1,6 @@
-//! AGR mutants (being written).
+//! AGR mutants.
 
-crate::mutants! {}
+crate::mutants! {
+    agr_1_agreement_local => AgreementLocal,
+    agr_2_agreement_blocks => AgreementBlocks,
+}

@@ -1,3 +1,5 @@
-//! BAR mutants (being written).
+//! BAR mutants.
 
-crate::mutants! {}
+crate::mutants! {
+    bar_1_barrier_early => BarrierEarly,
+}

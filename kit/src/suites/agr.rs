@@ -1,13 +1,274 @@
-//! AGR: AGR: failure agreement.
+//! AGR: all-rank success agreement (`FailureAgreementBackend`).
 //!
-//! (Being written.)
+//! - AGR-1: `agree_success` resolves to `true` only when every member
+//!   submitted `true`: all true, one false at each member position, all
+//!   false, checked on every rank.
+//! - AGR-2: `agree_success` does not block on peers (it returns within
+//!   [`slack::PROMPT`] while a member is late), and
+//!   `resolve_failure_agreement` starts no native work and does not block:
+//!   called after completion, with no other submission, it answers within
+//!   `PROMPT`; where the harness has a hold it is called with the executor
+//!   held (so it cannot rely on the lane making progress), and where it has a
+//!   ledger no pending work may appear during the call.
 
-use crate::case::Row;
+use std::time::{Duration, Instant};
+
+use eredu_runtime::backend::FailureAgreementBackend;
+
+use super::needs;
+use crate::case::{Body, Row};
+use crate::check::{slack, Check, Finding};
+use crate::claims::Operation;
 use crate::harness::{Backend, Harness};
+use crate::matrix::{wait_within, Handle, Subject};
+use crate::world::RankCtx;
+
+/// The backend's agreement output.
+type Output<H> = <Backend<H> as FailureAgreementBackend>::FailureAgreementOutput;
+
+fn agree_success(subject: Subject) -> bool {
+    subject == Subject::Operation(Operation::AgreeSuccess)
+}
 
 pub(crate) fn rows<H: Harness>() -> Vec<Row<H>>
 where
-    Backend<H>: eredu_runtime::backend::FailureAgreementBackend,
+    Backend<H>: FailureAgreementBackend,
 {
-    Vec::new()
+    vec![
+        Row {
+            id: "AGR-1",
+            applies: agree_success,
+            requires: needs::NOTHING,
+            timing: false,
+            body: Body::Sizes {
+                sizes: &[1, 2, 3, 4, 8],
+                script: agreement_is_a_conjunction::<H>,
+            },
+        },
+        Row {
+            id: "AGR-2",
+            applies: agree_success,
+            requires: needs::NOTHING,
+            timing: true,
+            body: Body::Sizes {
+                sizes: &[1, 2, 3, 4],
+                script: agreement_never_blocks::<H>,
+            },
+        },
+    ]
+}
+
+/// The statuses of AGR-1's rounds: all true, one false at each position, all false.
+fn patterns(n: usize) -> Vec<Vec<bool>> {
+    let mut patterns = vec![vec![true; n]];
+    patterns.extend((0..n).map(|falsy| (0..n).map(|member| member != falsy).collect()));
+    patterns.push(vec![false; n]);
+    patterns
+}
+
+/// Submits this member's status, or reports the failure.
+fn submit<H: Harness>(ctx: &RankCtx<'_, H>, status: bool) -> Result<(Handle<H>, Output<H>), Finding>
+where
+    Backend<H>: FailureAgreementBackend,
+{
+    Backend::<H>::agree_success(status, ctx.group(), ctx.executor())
+        .map(|submission| {
+            (
+                Handle::Communication(submission.completion),
+                submission.output,
+            )
+        })
+        .map_err(|e| {
+            Finding::Violation(format!(
+                "agree_success({status}) on rank {}: submission failed: {e}",
+                ctx.rank()
+            ))
+        })
+}
+
+/// Waits (bounded) for the agreement, then resolves it.
+fn complete<H: Harness>(
+    ctx: &RankCtx<'_, H>,
+    completion: &Handle<H>,
+    output: Output<H>,
+    what: &str,
+) -> Result<bool, Finding>
+where
+    Backend<H>: FailureAgreementBackend,
+{
+    wait_within(completion, slack::RELEASE).map_err(|error| {
+        Finding::Violation(format!(
+            "{what} on rank {}: did not complete: {error}",
+            ctx.rank()
+        ))
+    })?;
+    Backend::<H>::resolve_failure_agreement(output).map_err(|e| {
+        Finding::Violation(format!(
+            "{what} on rank {}: resolve_failure_agreement after completion failed: {e}",
+            ctx.rank()
+        ))
+    })
+}
+
+/// AGR-1: on every rank, the agreement is `true` exactly when every member
+/// submitted `true`.
+fn agreement_is_a_conjunction<H: Harness>(ctx: &RankCtx<'_, H>) -> Check
+where
+    Backend<H>: FailureAgreementBackend,
+{
+    let mut wrong = Vec::new();
+    for statuses in patterns(ctx.size()) {
+        let what = format!("agree_success with statuses {statuses:?}");
+        let (completion, output) = submit(ctx, statuses[ctx.rank()])?;
+        let agreed = complete(ctx, &completion, output, &what)?;
+        let expected = statuses.iter().all(|&status| status);
+        if agreed != expected {
+            wrong.push(format!(
+                "{what}: rank {} resolved {agreed}, expected {expected}",
+                ctx.rank()
+            ));
+        }
+    }
+    if wrong.is_empty() {
+        Ok(())
+    } else {
+        Err(Finding::Violation(wrong.join("; ")))
+    }
+}
+
+/// The signal a member raises once its own `agree_success` call returned.
+fn submitted(late: usize, rank: usize) -> String {
+    format!("agr2-late-{late}-submitted-by-{rank}")
+}
+
+/// AGR-2: with each member in turn late, every `agree_success` call returns
+/// within `PROMPT` (the early ones while the late member has not submitted);
+/// after completion, `resolve_failure_agreement` answers within `PROMPT`
+/// without any further submission. Every round ends with a host-side
+/// rendezvous; after a round with a finding every rank stops.
+fn agreement_never_blocks<H: Harness>(ctx: &RankCtx<'_, H>) -> Check
+where
+    Backend<H>: FailureAgreementBackend,
+{
+    for late in 0..ctx.size() {
+        let round = agreement_round(ctx, late);
+        let bad = format!("agr2-late-{late}-finding");
+        if round.is_err() {
+            ctx.signal(&bad);
+        }
+        rendezvous(ctx, &format!("agr2-late-{late}-done"))?;
+        round?;
+        if ctx.await_signal(&bad, Duration::ZERO) {
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// One AGR-2 round, member `late` late: even rounds agree on `true`, odd
+/// rounds have the late member submit `false`.
+fn agreement_round<H: Harness>(ctx: &RankCtx<'_, H>, late: usize) -> Check
+where
+    Backend<H>: FailureAgreementBackend,
+{
+    let expected = late % 2 == 0;
+    let status = expected || ctx.rank() != late;
+    if ctx.rank() == late {
+        for peer in (0..ctx.size()).filter(|&peer| peer != late) {
+            if !ctx.await_signal(&submitted(late, peer), slack::RELEASE) {
+                return Err(Finding::Violation(format!(
+                    "agree_success, member {late} late: rank {peer}'s call did not return within {:?}",
+                    slack::RELEASE
+                )));
+            }
+        }
+    }
+    let what = format!(
+        "agree_success({status}) on rank {} with member {late} late",
+        ctx.rank()
+    );
+    let start = Instant::now();
+    let submission = submit(ctx, status);
+    let took = start.elapsed();
+    ctx.signal(&submitted(late, ctx.rank()));
+    let (completion, output) = submission?;
+    wait_within(&completion, slack::RELEASE)
+        .map_err(|error| Finding::Violation(format!("{what}: did not complete: {error}")))?;
+    if took > slack::PROMPT {
+        return Err(Finding::Violation(format!(
+            "{what}: the call took {took:?}, more than {:?} (it must return without waiting for peers)",
+            slack::PROMPT
+        )));
+    }
+    // Ranks resolve in turn, so no other rank's hold or work shows in this
+    // rank's ledger readings.
+    let resolved = |rank: usize| format!("agr2-late-{late}-resolved-by-{rank}");
+    if ctx.rank() > 0 && !ctx.await_signal(&resolved(ctx.rank() - 1), slack::RELEASE) {
+        return Err(Finding::Violation(format!(
+            "{what}: rank {} never resolved its agreement (its own finding says why)",
+            ctx.rank() - 1
+        )));
+    }
+    let outcome = resolves_promptly(ctx, output, expected, &what);
+    ctx.signal(&resolved(ctx.rank()));
+    outcome
+}
+
+/// A host-side barrier of the rank threads (no backend work involved).
+fn rendezvous<H: Harness>(ctx: &RankCtx<'_, H>, tag: &str) -> Check {
+    ctx.signal(&format!("{tag}-{}", ctx.rank()));
+    for peer in 0..ctx.size() {
+        if !ctx.await_signal(&format!("{tag}-{peer}"), slack::RELEASE) {
+            return Err(Finding::Violation(format!(
+                "rank {peer} did not reach `{tag}` within {:?} (its own finding says why)",
+                slack::RELEASE
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// `resolve_failure_agreement` after completion: no other submission, an
+/// answer within `PROMPT`, the right value; with a hold, the executor is
+/// held during the call; with a ledger, no pending work appears.
+fn resolves_promptly<H: Harness>(
+    ctx: &RankCtx<'_, H>,
+    output: Output<H>,
+    expected: bool,
+    what: &str,
+) -> Check
+where
+    Backend<H>: FailureAgreementBackend,
+{
+    let hold = ctx.harness().hold(ctx.state(), ctx.executor());
+    let before = ctx.harness().ledger(ctx.state());
+    let start = Instant::now();
+    let resolved = Backend::<H>::resolve_failure_agreement(output);
+    let took = start.elapsed();
+    let after = ctx.harness().ledger(ctx.state());
+    drop(hold);
+    let what = format!("{what}: resolve_failure_agreement after completion");
+    if took > slack::PROMPT {
+        return Err(Finding::Violation(format!(
+            "{what} took {took:?}, more than {:?} (it must not block)",
+            slack::PROMPT
+        )));
+    }
+    if let (Some(before), Some(after)) = (before, after) {
+        if after.pending_work > before.pending_work {
+            return Err(Finding::Violation(format!(
+                "{what} started native work: pending work went from {} to {}",
+                before.pending_work, after.pending_work
+            )));
+        }
+    }
+    match resolved {
+        Ok(agreed) if agreed == expected => Ok(()),
+        Ok(agreed) => Err(Finding::Violation(format!(
+            "{what} resolved {agreed}, expected {expected}"
+        ))),
+        Err(e) => Err(Finding::Violation(format!(
+            "{what} failed with no further submission: {e}"
+        ))),
+    }
 }

@@ -1,13 +1,822 @@
-//! P2P: P2P: point-to-point.
+//! P2P: point-to-point transfers of ordered, role-exact bundles on a directed
+//! route (`PointToPointBackend::send_receive`, `RoleExactBoundaryValue`).
 //!
-//! (Being written.)
+//! - P2P-1: the destination receives the exact ordered bundle (values bit for
+//!   bit, shapes), and the direction follows this rank's endpoint: the
+//!   sender's output is what it sent, the receiver's is what arrived.
+//! - P2P-2: a received header that differs from the receiver's expected
+//!   `header()` never yields success, and that failure is sticky.
+//! - P2P-3: header and payload travel in one native message whose header
+//!   bytes are exactly `header()` (wire-log instrument).
+//!
+//! Every header is built with eredu-runtime's public framing
+//! (`RoleExactBoundaryContract::frame_values`). That framing admits no zero
+//! extent and no scalar, so bundles use one-element tensors as their
+//! smallest values: an empty tensor cannot be framed.
+//!
+//! Every rank opens all of its route endpoints before any rank sends (a
+//! message must never reach a route whose destination has not opened it),
+//! and every rank submits its side of the routes in one global order, so
+//! FIFO executors cannot deadlock.
 
-use crate::case::Row;
-use crate::harness::{Backend, Harness};
+use std::borrow::Borrow;
+use std::time::{Duration, Instant};
+
+use eredu_core::checkpoint::TensorDtype;
+use eredu_core::{BoundedCompletion, BoundedCompletionWait, CompletionCancellationMode};
+use eredu_runtime::backend::PointToPointBackend;
+use eredu_runtime::{
+    BoundaryRoleContract, CommunicationRouteId, RoleExactBoundaryContract, RoleExactBoundaryValue,
+};
+
+use super::needs;
+use crate::case::{Body, Row};
+use crate::check::{slack, Check, Finding};
+use crate::claims::Operation;
+use crate::harness::{Backend, CommCompletion, Harness, Instruments, Tensor};
+use crate::matrix::{wait_within, Handle, Subject};
+use crate::world::RankCtx;
+
+/// Schema of every bundle these rows frame.
+const SCHEMA: &str = "commcheck.p2p";
+
+/// P2P-3 reads what travelled on the wire.
+const WIRE_LOG: Instruments = Instruments {
+    wire_log: true,
+    ..Instruments::NONE
+};
+
+fn send_receive(subject: Subject) -> bool {
+    subject == Subject::Operation(Operation::SendReceive)
+}
 
 pub(crate) fn rows<H: Harness>() -> Vec<Row<H>>
 where
-    Backend<H>: eredu_runtime::backend::PointToPointBackend,
+    Backend<H>: PointToPointBackend,
 {
-    Vec::new()
+    vec![
+        Row {
+            id: "P2P-1",
+            applies: send_receive,
+            requires: needs::NOTHING,
+            timing: false,
+            body: Body::Sizes {
+                sizes: &[2, 3, 4, 8],
+                script: bundles_arrive_exact_and_in_order::<H>,
+            },
+        },
+        Row {
+            id: "P2P-2",
+            applies: send_receive,
+            requires: needs::NOTHING,
+            timing: false,
+            body: Body::Sizes {
+                sizes: &[2, 3],
+                script: mismatching_headers_never_succeed::<H>,
+            },
+        },
+        Row {
+            id: "P2P-3",
+            applies: send_receive,
+            requires: WIRE_LOG,
+            timing: false,
+            body: Body::Sizes {
+                sizes: &[2, 3, 4],
+                script: header_and_payload_travel_together::<H>,
+            },
+        },
+    ]
+}
+
+// ---------------------------------------------------------------------------
+// Routes, bundles and framing.
+
+/// One directed route of a script and the shapes of its bundle.
+#[derive(Debug, Clone)]
+struct Link {
+    id: u64,
+    source: usize,
+    destination: usize,
+    shapes: Vec<Vec<usize>>,
+}
+
+impl Link {
+    fn touches(&self, rank: usize) -> bool {
+        rank == self.source || rank == self.destination
+    }
+
+    /// This rank's role on the route, for messages.
+    fn role(&self, rank: usize) -> &'static str {
+        if rank == self.source {
+            "sender"
+        } else {
+            "receiver"
+        }
+    }
+
+    fn describe(&self) -> String {
+        format!(
+            "send_receive on route {} (rank {} -> rank {})",
+            self.id, self.source, self.destination
+        )
+    }
+}
+
+/// SplitMix64: the case's randomness, derived from its seed.
+fn mix(seed: u64, a: u64, b: u64) -> u64 {
+    let mut z =
+        seed ^ a.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ b.wrapping_mul(0xd1b5_4a32_d192_ed69);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// Framable shapes (the framing admits no zero extent and no scalar).
+const SHAPES: &[&[usize]] = &[&[2, 3], &[4], &[1, 1, 1], &[3, 1, 2], &[5], &[2, 2]];
+
+/// Two to four values of distinct shapes, one of them one-element, in a
+/// seeded order.
+fn bundle_shapes(seed: u64, id: u64) -> Vec<Vec<usize>> {
+    let count = 2 + (mix(seed, id, 1) % 3) as usize;
+    let start = (mix(seed, id, 2) % SHAPES.len() as u64) as usize;
+    let mut shapes: Vec<Vec<usize>> = (0..count - 1)
+        .map(|i| SHAPES[(start + i) % SHAPES.len()].to_vec())
+        .collect();
+    let at = (mix(seed, id, 3) % count as u64) as usize;
+    shapes.insert(at, vec![1]);
+    shapes
+}
+
+fn elements(shape: &[usize]) -> usize {
+    shape.iter().product()
+}
+
+/// Exact payload of value `index` on route `id`: small integers (and one
+/// negative zero) in a range of their own per value, so a swapped, reversed or
+/// truncated bundle never compares equal.
+fn payload(seed: u64, id: u64, index: usize, shape: &[usize]) -> Vec<f32> {
+    let base = 1000 * index as u64 + mix(seed, id, 10 + index as u64) % 500;
+    (0..elements(shape))
+        .map(|i| {
+            if index == 0 && i == 1 {
+                -0.0
+            } else {
+                (base + i as u64) as f32 - 700.0
+            }
+        })
+        .collect()
+}
+
+/// Receiver placeholders: garbage the output must never show.
+fn placeholder(shape: &[usize]) -> Vec<f32> {
+    [f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 1.0e30]
+        .into_iter()
+        .cycle()
+        .take(elements(shape))
+        .collect()
+}
+
+/// A role of the bundle's contract.
+fn role(
+    name: String,
+    dtype: TensorDtype,
+    shape: &[usize],
+) -> Result<BoundaryRoleContract, Finding> {
+    BoundaryRoleContract::new(name, dtype, shape.to_vec())
+        .map_err(|e| Finding::Harness(format!("boundary role of shape {shape:?}: {e}")))
+}
+
+/// The roles a receiver expects: `value-i`, f32, the bundle's shapes.
+fn expected_roles(shapes: &[Vec<usize>]) -> Result<Vec<BoundaryRoleContract>, Finding> {
+    shapes
+        .iter()
+        .enumerate()
+        .map(|(i, shape)| role(format!("value-{i}"), TensorDtype::F32, shape))
+        .collect()
+}
+
+/// Frames `tensors` with eredu-runtime's public framing.
+fn frame<T>(
+    route: u64,
+    roles: Vec<BoundaryRoleContract>,
+    tensors: Vec<T>,
+) -> Result<Vec<RoleExactBoundaryValue<T>>, Finding> {
+    let contract = RoleExactBoundaryContract::new(SCHEMA, roles.clone())
+        .map_err(|e| Finding::Harness(format!("boundary contract: {e}")))?;
+    contract
+        .frame_values(CommunicationRouteId::new(route), &roles, tensors)
+        .map_err(|e| Finding::Harness(format!("framing for route {route}: {e}")))
+}
+
+/// Makes this rank's tensors for `link`: the payload on the sender,
+/// placeholders of the expected shapes on the receiver.
+fn side_tensors<H: Harness>(ctx: &RankCtx<'_, H>, link: &Link) -> Result<Vec<Tensor<H>>, Finding> {
+    let sender = ctx.rank() == link.source;
+    link.shapes
+        .iter()
+        .enumerate()
+        .map(|(i, shape)| {
+            let values = if sender {
+                payload(ctx.seed(), link.id, i, shape)
+            } else {
+                placeholder(shape)
+            };
+            ctx.tensor(&values, shape)
+        })
+        .collect()
+}
+
+/// Opens this rank's endpoints of `links` (`None` where it is no endpoint),
+/// then waits until every rank has opened its own.
+fn open<H: Harness>(
+    ctx: &RankCtx<'_, H>,
+    links: &[Link],
+    tag: &str,
+) -> Result<Vec<Option<H::Route>>, Finding> {
+    let ends = links
+        .iter()
+        .map(|link| {
+            link.touches(ctx.rank())
+                .then(|| ctx.route(link.id, link.source, link.destination))
+                .transpose()
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    rendezvous(ctx, tag)?;
+    Ok(ends)
+}
+
+/// A host-side barrier of the rank threads (no backend work involved).
+fn rendezvous<H: Harness>(ctx: &RankCtx<'_, H>, tag: &str) -> Check {
+    ctx.signal(&format!("{tag}-{}", ctx.rank()));
+    for peer in 0..ctx.size() {
+        if !ctx.await_signal(&format!("{tag}-{peer}"), slack::RELEASE) {
+            return Err(Finding::Violation(format!(
+                "rank {peer} did not reach `{tag}` within {:?} (its own finding says why)",
+                slack::RELEASE
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Findings of several independent routes: a rank keeps playing its part on
+/// every route after one failed, so its peers are never left waiting.
+#[derive(Default)]
+struct Findings(Vec<Finding>);
+
+impl Findings {
+    fn add(&mut self, check: Check) {
+        if let Err(finding) = check {
+            self.0.push(finding);
+        }
+    }
+
+    /// Every violation, joined; otherwise the first other finding.
+    fn into_check(self) -> Check {
+        let violations: Vec<&str> = self
+            .0
+            .iter()
+            .filter_map(|finding| match finding {
+                Finding::Violation(message) => Some(message.as_str()),
+                _ => None,
+            })
+            .collect();
+        if !violations.is_empty() {
+            return Err(Finding::Violation(violations.join("; ")));
+        }
+        self.0.into_iter().next().map_or(Ok(()), Err)
+    }
+}
+
+/// Submits one framed bundle on `route`.
+fn submit<H: Harness>(
+    ctx: &RankCtx<'_, H>,
+    framed: Vec<RoleExactBoundaryValue<Tensor<H>>>,
+    route: &H::Route,
+) -> Result<(Handle<H>, Vec<Tensor<H>>), String>
+where
+    Backend<H>: PointToPointBackend,
+{
+    Backend::<H>::send_receive(framed, route.borrow(), ctx.executor())
+        .map(|submission| {
+            (
+                Handle::Communication(submission.completion),
+                submission.output,
+            )
+        })
+        .map_err(|e| e.to_string())
+}
+
+/// Waits (bounded) for this rank's side of `link` to complete.
+fn settle_side<H: Harness>(ctx: &RankCtx<'_, H>, link: &Link, completion: &Handle<H>) -> Check {
+    wait_within(completion, slack::RELEASE).map_err(|error| {
+        Finding::Violation(format!(
+            "{}: the {} (rank {}) did not complete: {error}",
+            link.describe(),
+            link.role(ctx.rank()),
+            ctx.rank()
+        ))
+    })
+}
+
+/// Bit-exact equality (NaN payloads and signed zeros included).
+fn same_bits(got: &[f32], expected: &[f32]) -> bool {
+    got.len() == expected.len()
+        && got
+            .iter()
+            .zip(expected)
+            .all(|(a, b)| a.to_bits() == b.to_bits())
+}
+
+/// Checks `outputs` against the bundle `link` carries: count, shapes, values.
+fn check_bundle<H: Harness>(ctx: &RankCtx<'_, H>, link: &Link, outputs: &[Tensor<H>]) -> Check {
+    let who = format!(
+        "{}, {} rank {}",
+        link.describe(),
+        link.role(ctx.rank()),
+        ctx.rank()
+    );
+    if outputs.len() != link.shapes.len() {
+        return Err(Finding::Violation(format!(
+            "{who}: output has {} tensors, expected the {} of the bundle",
+            outputs.len(),
+            link.shapes.len()
+        )));
+    }
+    for (index, (output, shape)) in outputs.iter().zip(&link.shapes).enumerate() {
+        let got_shape = <Tensor<H> as eredu_nn::Tensor>::shape(output);
+        let want_shape: Vec<i32> = shape.iter().map(|&d| d as i32).collect();
+        if got_shape != want_shape.as_slice() {
+            return Err(Finding::Violation(format!(
+                "{who}: value {index} has shape {got_shape:?}, expected {want_shape:?}"
+            )));
+        }
+        let got = ctx.read(output)?;
+        let expected = payload(ctx.seed(), link.id, index, shape);
+        if !same_bits(&got, &expected) {
+            return Err(Finding::Violation(format!(
+                "{who}: value {index} (shape {shape:?}) is {got:?}, expected the sent {expected:?}"
+            )));
+        }
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// P2P-1
+
+/// Routes of a P2P-1 world: first to last, last to first, a ring over every
+/// rank, and a seeded pair.
+fn p2p1_links(seed: u64, n: usize) -> Vec<Link> {
+    let mut pairs = vec![(0, n - 1), (n - 1, 0)];
+    pairs.extend((0..n).map(|i| (i, (i + 1) % n)));
+    let a = (mix(seed, n as u64, 20) % n as u64) as usize;
+    let b = (a + 1 + (mix(seed, n as u64, 21) % (n as u64 - 1)) as usize) % n;
+    pairs.push((a, b));
+    pairs
+        .into_iter()
+        .enumerate()
+        .map(|(k, (source, destination))| {
+            let id = 100 + k as u64;
+            Link {
+                id,
+                source,
+                destination,
+                shapes: bundle_shapes(seed, id),
+            }
+        })
+        .collect()
+}
+
+/// P2P-1: on routes between various pairs, the receiver's output is the
+/// exact ordered bundle (shapes, values bit for bit) and the sender's output
+/// is what it sent.
+fn bundles_arrive_exact_and_in_order<H: Harness>(ctx: &RankCtx<'_, H>) -> Check
+where
+    Backend<H>: PointToPointBackend,
+{
+    let links = p2p1_links(ctx.seed(), ctx.size());
+    let ends = open(ctx, &links, "p2p1-open")?;
+    let mut sides = Vec::new();
+    for (link, end) in links.iter().zip(&ends) {
+        let Some(route) = end else { continue };
+        let framed = frame(
+            link.id,
+            expected_roles(&link.shapes)?,
+            side_tensors(ctx, link)?,
+        )?;
+        let (completion, outputs) = submit(ctx, framed, route).map_err(|error| {
+            Finding::Violation(format!(
+                "{}: the {} (rank {}) could not submit: {error}",
+                link.describe(),
+                link.role(ctx.rank()),
+                ctx.rank()
+            ))
+        })?;
+        sides.push((link, completion, outputs));
+    }
+    for (link, completion, outputs) in &sides {
+        settle_side(ctx, link, completion)?;
+        check_bundle(ctx, link, outputs)?;
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// P2P-2
+
+/// How the sender's frame differs from what the receiver expects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mismatch {
+    /// Framed for another route id.
+    RouteId,
+    /// Another role name, same dtype and shape.
+    RoleName,
+    /// A role declared with another dtype, same shape.
+    Dtype,
+    /// Another shape with the same element count (the tensor has it too).
+    Shape,
+}
+
+impl Mismatch {
+    const ALL: [Self; 4] = [Self::RouteId, Self::RoleName, Self::Dtype, Self::Shape];
+
+    fn describe(self, index: usize) -> String {
+        match self {
+            Self::RouteId => "a frame for another route id".into(),
+            Self::RoleName => format!("value {index} framed under another role name"),
+            Self::Dtype => format!("value {index} framed as f16 instead of f32"),
+            Self::Shape => format!("value {index} framed with another shape of the same size"),
+        }
+    }
+}
+
+/// Another shape with the same number of elements.
+fn other_shape(shape: &[usize]) -> Vec<usize> {
+    let reversed: Vec<usize> = shape.iter().rev().copied().collect();
+    if reversed != shape {
+        reversed
+    } else {
+        let mut longer = shape.to_vec();
+        longer.push(1);
+        longer
+    }
+}
+
+/// One P2P-2 route: the bundle, the mismatch, and which value carries it.
+struct Trap {
+    link: Link,
+    mismatch: Mismatch,
+    index: usize,
+}
+
+fn p2p2_traps(seed: u64, n: usize) -> Vec<Trap> {
+    Mismatch::ALL
+        .iter()
+        .enumerate()
+        .map(|(v, &mismatch)| {
+            let id = 300 + v as u64;
+            let source = (mix(seed, id, 30) % n as u64) as usize;
+            let destination = (source + 1 + (mix(seed, id, 31) % (n as u64 - 1)) as usize) % n;
+            let shapes = vec![vec![2, 3], vec![1], vec![4]];
+            let index = (mix(seed, id, 32) % shapes.len() as u64) as usize;
+            Trap {
+                link: Link {
+                    id,
+                    source,
+                    destination,
+                    shapes,
+                },
+                mismatch,
+                index,
+            }
+        })
+        .collect()
+}
+
+/// The signal a sender raises when the backend refused its mismatching frame
+/// (before it drains the receiver with a well-formed one).
+fn refused(trap: &Trap) -> String {
+    format!("p2p2-refused-{}", trap.link.id)
+}
+
+/// P2P-2: for a frame for another route id, another role name, another
+/// dtype and another shape, the receiver's completion never reports success,
+/// and its error is sticky.
+fn mismatching_headers_never_succeed<H: Harness>(ctx: &RankCtx<'_, H>) -> Check
+where
+    Backend<H>: PointToPointBackend,
+{
+    let traps = p2p2_traps(ctx.seed(), ctx.size());
+    let links: Vec<Link> = traps.iter().map(|trap| trap.link.clone()).collect();
+    let ends = open(ctx, &links, "p2p2-open")?;
+    let mut findings = Findings::default();
+    for (trap, end) in traps.iter().zip(&ends) {
+        let Some(route) = end else { continue };
+        findings.add(if ctx.rank() == trap.link.source {
+            send_mismatching(ctx, trap, route)
+        } else {
+            receive_mismatching(ctx, trap, route)
+        });
+    }
+    findings.into_check()
+}
+
+/// The sender's frame for `trap`: the expected one with one difference.
+fn mismatching_frame<H: Harness>(
+    ctx: &RankCtx<'_, H>,
+    trap: &Trap,
+) -> Result<Vec<RoleExactBoundaryValue<Tensor<H>>>, Finding> {
+    let mut roles = expected_roles(&trap.link.shapes)?;
+    let mut tensors = side_tensors(ctx, &trap.link)?;
+    let shape = &trap.link.shapes[trap.index];
+    let name = format!("value-{}", trap.index);
+    let mut route = trap.link.id;
+    match trap.mismatch {
+        Mismatch::RouteId => route += 1000,
+        Mismatch::RoleName => {
+            roles[trap.index] = role(format!("{name}-other"), TensorDtype::F32, shape)?
+        }
+        Mismatch::Dtype => roles[trap.index] = role(name, TensorDtype::F16, shape)?,
+        Mismatch::Shape => {
+            let other = other_shape(shape);
+            roles[trap.index] = role(name, TensorDtype::F32, &other)?;
+            tensors[trap.index] =
+                ctx.tensor(&payload(ctx.seed(), route, trap.index, &other), &other)?;
+        }
+    }
+    frame(route, roles, tensors)
+}
+
+/// Sends the mismatching frame. If the backend refuses it on the sending
+/// side (also never a success on the receiver), says so and drains the
+/// receiver with a well-formed bundle so its lane does not stay blocked.
+fn send_mismatching<H: Harness>(ctx: &RankCtx<'_, H>, trap: &Trap, route: &H::Route) -> Check
+where
+    Backend<H>: PointToPointBackend,
+{
+    let sent = submit(ctx, mismatching_frame(ctx, trap)?, route)
+        .and_then(|(completion, _outputs)| wait_within(&completion, slack::RELEASE));
+    if sent.is_ok() {
+        return Ok(());
+    }
+    ctx.signal(&refused(trap));
+    let framed = frame(
+        trap.link.id,
+        expected_roles(&trap.link.shapes)?,
+        side_tensors(ctx, &trap.link)?,
+    )?;
+    let (completion, _outputs) = submit(ctx, framed, route).map_err(|error| {
+        Finding::Violation(format!(
+            "{}: a well-formed bundle could not be sent: {error}",
+            trap.link.describe()
+        ))
+    })?;
+    settle_side(ctx, &trap.link, &completion)
+}
+
+/// Receives with the expected headers: the completion must fail, stickily.
+fn receive_mismatching<H: Harness>(ctx: &RankCtx<'_, H>, trap: &Trap, route: &H::Route) -> Check
+where
+    Backend<H>: PointToPointBackend,
+{
+    let what = format!(
+        "{}, receiver rank {}, sent {}",
+        trap.link.describe(),
+        ctx.rank(),
+        trap.mismatch.describe(trap.index)
+    );
+    let framed = frame(
+        trap.link.id,
+        expected_roles(&trap.link.shapes)?,
+        side_tensors(ctx, &trap.link)?,
+    )?;
+    let (completion, _outputs) = submit(ctx, framed, route).map_err(|error| {
+        Finding::Violation(format!(
+            "{what}: the receiver's own well-formed submission was refused: {error}"
+        ))
+    })?;
+    match outcome(&completion) {
+        Outcome::Completed if ctx.await_signal(&refused(trap), Duration::ZERO) => Ok(()),
+        Outcome::Completed => Err(Finding::Violation(format!(
+            "{what}: the receiver's completion reported success (expected an error: the received header differs from its header())"
+        ))),
+        Outcome::Pending => Err(Finding::Violation(format!(
+            "{what}: the receiver neither failed nor completed within {:?} (a hang, expected an error)",
+            slack::RELEASE
+        ))),
+        Outcome::Failed => error_is_sticky(completion, &what),
+    }
+}
+
+/// How a completion ended within [`slack::RELEASE`].
+enum Outcome {
+    Completed,
+    Failed,
+    Pending,
+}
+
+/// Polls `completion` (never blocking) until it ends or the limit passes.
+fn outcome<H: Harness>(completion: &Handle<H>) -> Outcome {
+    let start = Instant::now();
+    loop {
+        match completion.is_complete() {
+            Ok(true) => return Outcome::Completed,
+            Err(_) => return Outcome::Failed,
+            Ok(false) if start.elapsed() >= slack::RELEASE => return Outcome::Pending,
+            Ok(false) => std::thread::sleep(Duration::from_millis(1)),
+        }
+    }
+}
+
+/// After an error was reported: `is_complete`, `wait` and `wait_bounded`
+/// all report an error again (EXC-6, as P2P-2 requires).
+fn error_is_sticky<H: Harness>(completion: Handle<H>, what: &str) -> Check {
+    if let Ok(state) = completion.is_complete() {
+        return Err(Finding::Violation(format!(
+            "{what}: after the header mismatch was reported, is_complete returned Ok({state}) (the error must be sticky)"
+        )));
+    }
+    if completion.wait().is_ok() {
+        return Err(Finding::Violation(format!(
+            "{what}: after the header mismatch was reported, wait returned Ok (the error must be sticky)"
+        )));
+    }
+    let mode = if <CommCompletion<H> as BoundedCompletion>::supports_cancellation(
+        CompletionCancellationMode::QuarantineUntilComplete,
+    ) {
+        CompletionCancellationMode::QuarantineUntilComplete
+    } else {
+        CompletionCancellationMode::NativeCancel
+    };
+    let policy = BoundedCompletionWait::new(slack::DEADLINE, mode)
+        .map_err(|e| Finding::Harness(e.to_string()))?;
+    match completion.wait_bounded(policy) {
+        Some(Ok(outcome)) => Err(Finding::Violation(format!(
+            "{what}: after the header mismatch was reported, wait_bounded returned Ok({outcome:?}) (the error must be sticky)"
+        ))),
+        Some(Err(_)) | None => Ok(()),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// P2P-3
+
+/// Routes of a P2P-3 world, each used for two sends.
+fn p2p3_links(seed: u64, n: usize) -> Vec<Link> {
+    let a = (mix(seed, n as u64, 40) % n as u64) as usize;
+    let b = (a + 1 + (mix(seed, n as u64, 41) % (n as u64 - 1)) as usize) % n;
+    [(0, n - 1), (n - 1, 0), (a, b)]
+        .into_iter()
+        .enumerate()
+        .map(|(k, (source, destination))| {
+            let id = 400 + k as u64;
+            Link {
+                id,
+                source,
+                destination,
+                shapes: bundle_shapes(seed, id),
+            }
+        })
+        .collect()
+}
+
+/// Sends per P2P-3 route.
+const ROUNDS: usize = 2;
+
+/// P2P-3: every `send_receive` puts exactly one native message on the wire,
+/// carrying every value's `header()` bytes and the payload bytes together;
+/// the receiver accepts it and gets the bundle.
+fn header_and_payload_travel_together<H: Harness>(ctx: &RankCtx<'_, H>) -> Check
+where
+    Backend<H>: PointToPointBackend,
+{
+    let links = p2p3_links(ctx.seed(), ctx.size());
+    let ends = open(ctx, &links, "p2p3-open")?;
+    let mut findings = Findings::default();
+    for round in 0..ROUNDS {
+        for (link, end) in links.iter().zip(&ends) {
+            let Some(route) = end else { continue };
+            findings.add(if ctx.rank() == link.source {
+                send_one_message(ctx, link, route, round)
+            } else {
+                receive_one_bundle(ctx, link, route)
+            });
+        }
+    }
+    findings.into_check()
+}
+
+/// The receiving side of one P2P-3 send: accepts the bundle, exact.
+fn receive_one_bundle<H: Harness>(ctx: &RankCtx<'_, H>, link: &Link, route: &H::Route) -> Check
+where
+    Backend<H>: PointToPointBackend,
+{
+    let framed = frame(
+        link.id,
+        expected_roles(&link.shapes)?,
+        side_tensors(ctx, link)?,
+    )?;
+    let (completion, outputs) = submit(ctx, framed, route).map_err(|error| {
+        Finding::Violation(format!(
+            "{}: the receiver could not submit: {error}",
+            link.describe()
+        ))
+    })?;
+    settle_side(ctx, link, &completion)?;
+    check_bundle(ctx, link, &outputs)
+}
+
+/// The route's wire log, or `NotSupported`.
+fn wire_log<H: Harness>(
+    ctx: &RankCtx<'_, H>,
+    link: &Link,
+    route: &H::Route,
+) -> Result<Vec<crate::harness::WireRecord>, Finding> {
+    ctx.harness().wire_log(route).ok_or_else(|| {
+        Finding::NotSupported(format!(
+            "the harness keeps no wire log for route {}",
+            link.id
+        ))
+    })
+}
+
+/// One send: exactly one new wire record, with the sent headers and payload.
+fn send_one_message<H: Harness>(
+    ctx: &RankCtx<'_, H>,
+    link: &Link,
+    route: &H::Route,
+    round: usize,
+) -> Check
+where
+    Backend<H>: PointToPointBackend,
+{
+    let before = wire_log(ctx, link, route)?.len();
+    let framed = frame(
+        link.id,
+        expected_roles(&link.shapes)?,
+        side_tensors(ctx, link)?,
+    )?;
+    let headers: Vec<Vec<u8>> = framed.iter().map(|value| value.header().to_vec()).collect();
+    let payload_bytes: usize = link.shapes.iter().map(|shape| elements(shape) * 4).sum();
+    let (completion, _outputs) = submit(ctx, framed, route).map_err(|error| {
+        Finding::Violation(format!(
+            "{}: the sender could not submit: {error}",
+            link.describe()
+        ))
+    })?;
+    settle_side(ctx, link, &completion)?;
+    let log = wire_log(ctx, link, route)?;
+    let new = log.get(before..).unwrap_or_default();
+    let who = format!("{}, send {}", link.describe(), round + 1);
+    let [record] = new else {
+        return Err(Finding::Violation(format!(
+            "{who}: the send produced {} native messages, expected exactly one carrying headers and payload together: {:?}",
+            new.len(),
+            new.iter()
+                .map(|r| format!("{} headers + {} payload bytes", r.headers.len(), r.payload_bytes))
+                .collect::<Vec<_>>()
+        )));
+    };
+    if record.headers != headers {
+        return Err(Finding::Violation(format!(
+            "{who}: the message's headers are not exactly the values' header() bytes: {}",
+            header_difference(&record.headers, &headers)
+        )));
+    }
+    if record.payload_bytes != payload_bytes {
+        return Err(Finding::Violation(format!(
+            "{who}: the message carried {} payload bytes with its headers, expected {payload_bytes}",
+            record.payload_bytes
+        )));
+    }
+    Ok(())
+}
+
+/// Where the headers on the wire first differ from the sent `header()` bytes.
+fn header_difference(got: &[Vec<u8>], sent: &[Vec<u8>]) -> String {
+    if got.len() != sent.len() {
+        return format!(
+            "{} headers on the wire for {} values",
+            got.len(),
+            sent.len()
+        );
+    }
+    got.iter()
+        .zip(sent)
+        .enumerate()
+        .find(|(_, (g, s))| g != s)
+        .map(|(index, (g, s))| {
+            let at = g
+                .iter()
+                .zip(s.iter())
+                .position(|(a, b)| a != b)
+                .unwrap_or(g.len().min(s.len()));
+            format!(
+                "value {index}: {} bytes on the wire, {} sent, first difference at byte {at}",
+                g.len(),
+                s.len()
+            )
+        })
+        .unwrap_or_default()
 }
