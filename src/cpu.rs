@@ -124,21 +124,35 @@ impl Harness for CpuHarness {
         destination: usize,
     ) -> Result<CpuRoute, HarnessError> {
         rank.device
-            .route(CommunicationRouteId::new(id), source, destination, rank.group.member())
+            .route(
+                CommunicationRouteId::new(id),
+                source,
+                destination,
+                rank.group.member(),
+            )
             .map_err(HarnessError::new)
     }
 
-    fn tensor(&self, rank: &CpuRank, values: &[f32], shape: &[usize]) -> Result<CpuTensor, HarnessError> {
+    fn tensor(
+        &self,
+        rank: &CpuRank,
+        values: &[f32],
+        shape: &[usize],
+    ) -> Result<CpuTensor, HarnessError> {
         let shape = shape
             .iter()
             .map(|&d| i32::try_from(d).map_err(HarnessError::new))
             .collect::<Result<Vec<_>, _>>()?;
-        rank.device.tensor(values, &shape).map_err(HarnessError::new)
+        rank.device
+            .tensor(values, &shape)
+            .map_err(HarnessError::new)
     }
 
     fn read(&self, _rank: &CpuRank, tensor: &CpuTensor) -> Result<Vec<f32>, HarnessError> {
         tensor.read_materialised().ok_or_else(|| {
-            HarnessError(format!("{tensor:?} is not materialised (read-back never evaluates)"))
+            HarnessError(format!(
+                "{tensor:?} is not materialised (read-back never evaluates)"
+            ))
         })
     }
 
@@ -194,4 +208,3 @@ impl Harness for CpuHarness {
         )
     }
 }
-

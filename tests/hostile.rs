@@ -4,7 +4,7 @@
 //! CPU backend; the run must go on and report `timeout` or `crash`.
 
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use commcheck::{
     run_cases, Claims, CompletionRef, Harness, HarnessError, HoldGuard, Identity, Instruments,
@@ -40,8 +40,8 @@ impl Mode {
             Self::WorldFails,
             Self::TensorFails,
         ]
-            .into_iter()
-            .find(|mode| format!("{mode:?}") == name)
+        .into_iter()
+        .find(|mode| format!("{mode:?}") == name)
     }
 }
 
@@ -123,11 +123,22 @@ impl Harness for Hostile {
         self.inner.group(&rank.inner)
     }
 
-    fn route(&self, rank: &HostileRank, id: u64, source: usize, destination: usize) -> Result<CpuRoute, HarnessError> {
+    fn route(
+        &self,
+        rank: &HostileRank,
+        id: u64,
+        source: usize,
+        destination: usize,
+    ) -> Result<CpuRoute, HarnessError> {
         self.inner.route(&rank.inner, id, source, destination)
     }
 
-    fn tensor(&self, rank: &HostileRank, values: &[f32], shape: &[usize]) -> Result<CpuTensor, HarnessError> {
+    fn tensor(
+        &self,
+        rank: &HostileRank,
+        values: &[f32],
+        shape: &[usize],
+    ) -> Result<CpuTensor, HarnessError> {
         match self.mode {
             Mode::PanicsHoldingLock => {
                 let _held = self.lock.lock();
@@ -183,18 +194,34 @@ impl Harness for Hostile {
 /// run must end (the watchdog bounds it).
 fn survives(mode: Mode, cases: &[&str], allowed: &[Verdict]) -> Result<(), Failed> {
     let started = Instant::now();
-    let results = run_cases(Hostile::new(mode), |case| cases.contains(&case.name().as_str()));
+    let results = run_cases(Hostile::new(mode), |case| {
+        cases.contains(&case.name().as_str())
+    });
     if results.cases.len() != cases.len() {
         return Err(format!("expected {} results, got {:?}", cases.len(), results.cases).into());
     }
     for case in &results.cases {
         if !allowed.contains(&case.verdict) {
-            return Err(format!("{mode:?}: {} was {} ({:?}), expected one of {allowed:?}", case.name, case.verdict, case.message).into());
+            return Err(format!(
+                "{mode:?}: {} was {} ({:?}), expected one of {allowed:?}",
+                case.name, case.verdict, case.message
+            )
+            .into());
         }
     }
-    println!("{mode:?}: run ended after {:?}: {:?}", started.elapsed(), results.cases.iter().map(|c| (&c.name, c.verdict)).collect::<Vec<_>>());
+    println!(
+        "{mode:?}: run ended after {:?}: {:?}",
+        started.elapsed(),
+        results
+            .cases
+            .iter()
+            .map(|c| (&c.name, c.verdict))
+            .collect::<Vec<_>>()
+    );
     // The process is still healthy: a correct backend still certifies here.
-    let after = run_cases(CpuHarness::new(), |case| case.name() == "EXC-10::local_dependencies");
+    let after = run_cases(CpuHarness::new(), |case| {
+        case.name() == "EXC-10::local_dependencies"
+    });
     match after.cases.first().map(|c| c.verdict) {
         Some(Verdict::Pass) => Ok(()),
         other => Err(format!("after the hostile run, a correct case gave {other:?}").into()),
@@ -208,7 +235,11 @@ fn broken_harness_fails_clearly(mode: Mode, error: &str) -> Result<(), Failed> {
     let result = results.cases.first().ok_or("no result")?;
     let message = result.message.clone().unwrap_or_default();
     if result.verdict != Verdict::Fail || !message.contains(case) || !message.contains(error) {
-        return Err(format!("{mode:?}: expected a fail naming {case} and {error:?}, got {} {message:?}", result.verdict).into());
+        return Err(format!(
+            "{mode:?}: expected a fail naming {case} and {error:?}, got {} {message:?}",
+            result.verdict
+        )
+        .into());
     }
     Ok(())
 }
@@ -221,18 +252,28 @@ fn abort_is_contained() -> Result<(), Failed> {
         .args(["RET-1::local_dependencies", "--exact"])
         .env("HOSTILE_MODE", "Aborts")
         .env("COMMCHECK_ISOLATION", "process")
-        .env("COMMCHECK_RESULTS", std::env::temp_dir().join("commcheck-hostile-abort.json"))
+        .env(
+            "COMMCHECK_RESULTS",
+            std::env::temp_dir().join("commcheck-hostile-abort.json"),
+        )
         .output()
         .map_err(|e| e.to_string())?;
     let stdout = String::from_utf8_lossy(&output.stdout);
     if output.status.success() || !stdout.contains("crash:") || !stdout.contains("signal") {
-        return Err(format!("expected a crash verdict naming the signal, got status {} and:\n{stdout}", output.status).into());
+        return Err(format!(
+            "expected a crash verdict naming the signal, got status {} and:\n{stdout}",
+            output.status
+        )
+        .into());
     }
     Ok(())
 }
 
 fn main() {
-    if let Some(mode) = std::env::var("HOSTILE_MODE").ok().and_then(|m| Mode::parse(&m)) {
+    if let Some(mode) = std::env::var("HOSTILE_MODE")
+        .ok()
+        .and_then(|m| Mode::parse(&m))
+    {
         commcheck::main(Hostile::new(mode));
     }
     // Hangs are bounded by the watchdog; keep it short so this file runs quickly.
@@ -247,7 +288,11 @@ fn main() {
             )
         }),
         Trial::test("drop_that_blocks_forever_is_a_timeout", || {
-            survives(Mode::DropBlocks, &["EXC-10::local_dependencies"], &[Verdict::Timeout])
+            survives(
+                Mode::DropBlocks,
+                &["EXC-10::local_dependencies"],
+                &[Verdict::Timeout],
+            )
         }),
         Trial::test("panic_while_holding_a_lock_is_a_crash", || {
             survives(
@@ -256,7 +301,10 @@ fn main() {
                 &[Verdict::Crash],
             )
         }),
-        Trial::test("abort_under_process_isolation_is_a_crash", abort_is_contained),
+        Trial::test(
+            "abort_under_process_isolation_is_a_crash",
+            abort_is_contained,
+        ),
         Trial::test("harness_that_cannot_build_a_world_fails_clearly", || {
             broken_harness_fails_clearly(Mode::WorldFails, "no device available for a world")
         }),

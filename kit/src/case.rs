@@ -87,7 +87,10 @@ fn subjects() -> Vec<Subject> {
 pub fn catalogue<H: Harness>(harness: &H) -> Vec<Case<H>> {
     let claims = harness.claims();
     let instruments = harness.instruments();
-    let mut drivers = vec![matrix::local_dependencies_driver::<H>(), matrix::submit_driver::<H>()];
+    let mut drivers = vec![
+        matrix::local_dependencies_driver::<H>(),
+        matrix::submit_driver::<H>(),
+    ];
     drivers.extend(claims.drivers.iter().copied());
     let mut rows = crate::suites::rows::<H>();
     for driver in &drivers {
@@ -122,7 +125,10 @@ pub fn catalogue<H: Harness>(harness: &H) -> Vec<Case<H>> {
                     (sizes.to_vec(), Ok(Arc::new(*script) as Script<H>))
                 }
                 (Body::Matrix(run), Some(driver)) => (vec![driver.ranks], Ok(driver.script(*run))),
-                _ => (vec![1], Err(format!("{subject} is not claimed by this backend"))),
+                _ => (
+                    vec![1],
+                    Err(format!("{subject} is not claimed by this backend")),
+                ),
             };
             let missing = instruments.missing(row.requires);
             let script = match script {
@@ -141,6 +147,10 @@ pub fn catalogue<H: Harness>(harness: &H) -> Vec<Case<H>> {
             });
         }
     }
-    cases.sort_by_key(|case| spec::INVARIANTS.iter().position(|inv| inv.id == case.invariant.id));
+    cases.sort_by_key(|case| {
+        spec::INVARIANTS
+            .iter()
+            .position(|inv| inv.id == case.invariant.id)
+    });
     cases
 }

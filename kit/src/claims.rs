@@ -13,7 +13,9 @@ use crate::harness::{Backend, Harness};
 use crate::matrix::{self, Driver};
 
 /// An operation trait of `eredu_runtime::backend`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Operation {
     /// `SumReductionBackend::all_reduce_sum`.
@@ -88,9 +90,7 @@ pub struct Claims<H: Harness> {
 
 impl<H: Harness> std::fmt::Debug for Claims<H> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_list()
-            .entries(self.operations())
-            .finish()
+        f.debug_list().entries(self.operations()).finish()
     }
 }
 

@@ -147,7 +147,11 @@ impl Drop for HoldGuard {
 
 impl std::fmt::Debug for HoldGuard {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(if self.0.is_some() { "HoldGuard(held)" } else { "HoldGuard(released)" })
+        f.write_str(if self.0.is_some() {
+            "HoldGuard(held)"
+        } else {
+            "HoldGuard(released)"
+        })
     }
 }
 

@@ -8,26 +8,27 @@
 
 use std::time::Duration;
 
-use eredu_core::{
-    BoundedCompletion, BoundedCompletionOutcome, BoundedCompletionWait, Completion,
-};
+use eredu_core::{BoundedCompletion, BoundedCompletionOutcome, BoundedCompletionWait, Completion};
 use eredu_runtime::backend::{
     BarrierBackend, BroadcastBackend, CommunicationBackend, EvenGatherBackend,
     FailureAgreementBackend, PointToPointBackend, SubmissionBackend, SumReductionBackend,
     UnevenGatherBackend, VariableAllToAllBackend,
 };
 use eredu_runtime::{
-    BoundaryRoleContract, CommunicationPeerCounts, CommunicationRouteId,
-    RoleExactBoundaryContract,
+    BoundaryRoleContract, CommunicationPeerCounts, CommunicationRouteId, RoleExactBoundaryContract,
 };
 
 use crate::check::{slack, Check, Finding};
 use crate::claims::Operation;
-use crate::harness::{Backend, CommCompletion, CompletionRef, Harness, HoldGuard, PlainCompletion, Probe};
+use crate::harness::{
+    Backend, CommCompletion, CompletionRef, Harness, HoldGuard, PlainCompletion, Probe,
+};
 use crate::world::RankCtx;
 
 /// What a case is about: the kind of completion or submission API.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Subject {
     /// `CommunicationBackend::submit_local_dependencies`.
@@ -210,7 +211,10 @@ impl<H: Harness> Drop for Pending<'_, '_, H> {
 
 /// Waits for `completion` polling `is_complete`, so a backend that never
 /// completes yields an error instead of a hang.
-pub(crate) fn wait_within<H: Harness>(completion: &Handle<H>, limit: Duration) -> Result<(), String> {
+pub(crate) fn wait_within<H: Harness>(
+    completion: &Handle<H>,
+    limit: Duration,
+) -> Result<(), String> {
     let start = std::time::Instant::now();
     loop {
         match completion.is_complete() {
@@ -226,7 +230,10 @@ pub(crate) fn wait_within<H: Harness>(completion: &Handle<H>, limit: Duration) -
 
 impl<H: Harness> Driver<H> {
     /// The subject's side: submits on the rank's executor, work kept pending.
-    pub(crate) fn pending<'c, 'w>(&self, ctx: &'c RankCtx<'w, H>) -> Result<Pending<'c, 'w, H>, Finding> {
+    pub(crate) fn pending<'c, 'w>(
+        &self,
+        ctx: &'c RankCtx<'w, H>,
+    ) -> Result<Pending<'c, 'w, H>, Finding> {
         self.pending_on(ctx, ctx.executor())
     }
 
@@ -300,7 +307,10 @@ fn values(rank: usize, len: usize) -> Vec<f32> {
 }
 
 fn probes<H: Harness>(ctx: &RankCtx<'_, H>, tensors: &[&crate::harness::Tensor<H>]) -> Vec<Probe> {
-    tensors.iter().filter_map(|t| ctx.harness().probe(ctx.state(), t)).collect()
+    tensors
+        .iter()
+        .filter_map(|t| ctx.harness().probe(ctx.state(), t))
+        .collect()
 }
 
 /// Verifies that `outputs` read back as `expected`.
@@ -313,7 +323,10 @@ fn verify_tensors<H: Harness>(
         for (index, (output, expected)) in outputs.iter().zip(&expected).enumerate() {
             let got = ctx.read(output)?;
             if got.len() != expected.len()
-                || got.iter().zip(expected).any(|(a, b)| a.to_bits() != b.to_bits())
+                || got
+                    .iter()
+                    .zip(expected)
+                    .any(|(a, b)| a.to_bits() != b.to_bits())
             {
                 return Err(Finding::Violation(format!(
                     "{operation} on rank {}: output {index} is {got:?}, expected {expected:?}",
@@ -403,7 +416,12 @@ fn one_to_one<H: Harness>(
     operation: Operation,
     input: crate::harness::Tensor<H>,
     expected: Vec<f32>,
-    submit: impl FnOnce(crate::harness::Tensor<H>) -> Result<eredu_core::Submission<crate::harness::Tensor<H>, CommCompletion<H>>, <Backend<H> as CommunicationBackend>::CommunicationError>,
+    submit: impl FnOnce(
+        crate::harness::Tensor<H>,
+    ) -> Result<
+        eredu_core::Submission<crate::harness::Tensor<H>, CommCompletion<H>>,
+        <Backend<H> as CommunicationBackend>::CommunicationError,
+    >,
 ) -> Result<Submitted<H>, Finding> {
     let input_probes = probes(ctx, &[&input]);
     let submission = submit(input).map_err(|e| failed(operation, e))?;
@@ -412,7 +430,11 @@ fn one_to_one<H: Harness>(
         completion: Handle::Communication(submission.completion),
         input_probes,
         output_probes,
-        verify: Some(verify_tensors(operation.name(), vec![submission.output], vec![expected])),
+        verify: Some(verify_tensors(
+            operation.name(),
+            vec![submission.output],
+            vec![expected],
+        )),
     })
 }
 
@@ -420,123 +442,154 @@ pub(crate) fn all_reduce_sum<H: Harness>() -> Driver<H>
 where
     Backend<H>: SumReductionBackend,
 {
-    operation_driver(Operation::AllReduceSum, crate::suites::sum::rows::<H>, |ctx, executor| {
-        let input = ctx.tensor(&values(ctx.rank(), 4), &[4])?;
-        let expected = (0..4)
-            .map(|i| (0..ctx.size()).map(|r| values(r, 4)[i]).sum())
-            .collect();
-        one_to_one(ctx, Operation::AllReduceSum, input, expected, |input| {
-            Backend::<H>::all_reduce_sum(input, ctx.group(), executor)
-        })
-    })
+    operation_driver(
+        Operation::AllReduceSum,
+        crate::suites::sum::rows::<H>,
+        |ctx, executor| {
+            let input = ctx.tensor(&values(ctx.rank(), 4), &[4])?;
+            let expected = (0..4)
+                .map(|i| (0..ctx.size()).map(|r| values(r, 4)[i]).sum())
+                .collect();
+            one_to_one(ctx, Operation::AllReduceSum, input, expected, |input| {
+                Backend::<H>::all_reduce_sum(input, ctx.group(), executor)
+            })
+        },
+    )
 }
 
 pub(crate) fn all_gather_even<H: Harness>() -> Driver<H>
 where
     Backend<H>: EvenGatherBackend,
 {
-    operation_driver(Operation::AllGatherEven, crate::suites::gat::even_rows::<H>, |ctx, executor| {
-        let input = ctx.tensor(&values(ctx.rank(), 2), &[2])?;
-        let expected = (0..ctx.size()).flat_map(|r| values(r, 2)).collect();
-        one_to_one(ctx, Operation::AllGatherEven, input, expected, |input| {
-            Backend::<H>::all_gather_even(input, 0, ctx.group(), executor)
-        })
-    })
+    operation_driver(
+        Operation::AllGatherEven,
+        crate::suites::gat::even_rows::<H>,
+        |ctx, executor| {
+            let input = ctx.tensor(&values(ctx.rank(), 2), &[2])?;
+            let expected = (0..ctx.size()).flat_map(|r| values(r, 2)).collect();
+            one_to_one(ctx, Operation::AllGatherEven, input, expected, |input| {
+                Backend::<H>::all_gather_even(input, 0, ctx.group(), executor)
+            })
+        },
+    )
 }
 
 pub(crate) fn all_gather_uneven<H: Harness>() -> Driver<H>
 where
     Backend<H>: UnevenGatherBackend,
 {
-    operation_driver(Operation::AllGatherUneven, crate::suites::gat::uneven_rows::<H>, |ctx, executor| {
-        let counts: Vec<usize> = (0..ctx.size()).map(|r| r + 1).collect();
-        let own = counts[ctx.rank()];
-        let input = ctx.tensor(&values(ctx.rank(), own), &[own])?;
-        let expected = (0..ctx.size()).flat_map(|r| values(r, counts[r])).collect();
-        one_to_one(ctx, Operation::AllGatherUneven, input, expected, |input| {
-            Backend::<H>::all_gather_uneven(input, &counts, 0, ctx.group(), executor)
-        })
-    })
+    operation_driver(
+        Operation::AllGatherUneven,
+        crate::suites::gat::uneven_rows::<H>,
+        |ctx, executor| {
+            let counts: Vec<usize> = (0..ctx.size()).map(|r| r + 1).collect();
+            let own = counts[ctx.rank()];
+            let input = ctx.tensor(&values(ctx.rank(), own), &[own])?;
+            let expected = (0..ctx.size()).flat_map(|r| values(r, counts[r])).collect();
+            one_to_one(ctx, Operation::AllGatherUneven, input, expected, |input| {
+                Backend::<H>::all_gather_uneven(input, &counts, 0, ctx.group(), executor)
+            })
+        },
+    )
 }
 
 pub(crate) fn variable_all_to_all<H: Harness>() -> Driver<H>
 where
     Backend<H>: VariableAllToAllBackend,
 {
-    operation_driver(Operation::VariableAllToAll, crate::suites::a2a::rows::<H>, |ctx, executor| {
-        let n = ctx.size();
-        let me = ctx.rank();
-        let input = ctx.tensor(&values(me, n), &[n])?;
-        let counts = CommunicationPeerCounts::new(vec![1; n], vec![1; n], n)
-            .map_err(|e| Finding::Harness(e.to_string()))?;
-        let expected = (0..n).map(|peer| values(peer, n)[me]).collect();
-        one_to_one(ctx, Operation::VariableAllToAll, input, expected, |input| {
-            Backend::<H>::variable_all_to_all(input, &counts, 0, ctx.group(), executor)
-        })
-    })
+    operation_driver(
+        Operation::VariableAllToAll,
+        crate::suites::a2a::rows::<H>,
+        |ctx, executor| {
+            let n = ctx.size();
+            let me = ctx.rank();
+            let input = ctx.tensor(&values(me, n), &[n])?;
+            let counts = CommunicationPeerCounts::new(vec![1; n], vec![1; n], n)
+                .map_err(|e| Finding::Harness(e.to_string()))?;
+            let expected = (0..n).map(|peer| values(peer, n)[me]).collect();
+            one_to_one(ctx, Operation::VariableAllToAll, input, expected, |input| {
+                Backend::<H>::variable_all_to_all(input, &counts, 0, ctx.group(), executor)
+            })
+        },
+    )
 }
 
 pub(crate) fn broadcast<H: Harness>() -> Driver<H>
 where
     Backend<H>: BroadcastBackend,
 {
-    operation_driver(Operation::Broadcast, crate::suites::brd::rows::<H>, |ctx, executor| {
-        // The root is the last rank: the subject (rank 0) waits for a late root.
-        let root = ctx.size() - 1;
-        let input = if ctx.rank() == root {
-            ctx.tensor(&values(root, 4), &[4])?
-        } else {
-            ctx.tensor(&[f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 0.0], &[4])?
-        };
-        one_to_one(ctx, Operation::Broadcast, input, values(root, 4), |input| {
-            Backend::<H>::broadcast(input, root, ctx.group(), executor)
-        })
-    })
+    operation_driver(
+        Operation::Broadcast,
+        crate::suites::brd::rows::<H>,
+        |ctx, executor| {
+            // The root is the last rank: the subject (rank 0) waits for a late root.
+            let root = ctx.size() - 1;
+            let input = if ctx.rank() == root {
+                ctx.tensor(&values(root, 4), &[4])?
+            } else {
+                ctx.tensor(&[f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 0.0], &[4])?
+            };
+            one_to_one(ctx, Operation::Broadcast, input, values(root, 4), |input| {
+                Backend::<H>::broadcast(input, root, ctx.group(), executor)
+            })
+        },
+    )
 }
 
 pub(crate) fn barrier<H: Harness>() -> Driver<H>
 where
     Backend<H>: BarrierBackend,
 {
-    operation_driver(Operation::Barrier, crate::suites::bar::rows::<H>, |ctx, executor| {
-        let completion = Backend::<H>::barrier(ctx.group(), executor)
-            .map_err(|e| failed(Operation::Barrier, e))?;
-        Ok(Submitted {
-            completion: Handle::Communication(completion),
-            input_probes: Vec::new(),
-            output_probes: Vec::new(),
-            verify: None,
-        })
-    })
+    operation_driver(
+        Operation::Barrier,
+        crate::suites::bar::rows::<H>,
+        |ctx, executor| {
+            let completion = Backend::<H>::barrier(ctx.group(), executor)
+                .map_err(|e| failed(Operation::Barrier, e))?;
+            Ok(Submitted {
+                completion: Handle::Communication(completion),
+                input_probes: Vec::new(),
+                output_probes: Vec::new(),
+                verify: None,
+            })
+        },
+    )
 }
 
 pub(crate) fn agree_success<H: Harness>() -> Driver<H>
 where
     Backend<H>: FailureAgreementBackend,
 {
-    operation_driver(Operation::AgreeSuccess, crate::suites::agr::rows::<H>, |ctx, executor| {
-        let submission = Backend::<H>::agree_success(true, ctx.group(), executor)
-            .map_err(|e| failed(Operation::AgreeSuccess, e))?;
-        let output = submission.output;
-        let verify: Verify<H> = Box::new(move |ctx: &RankCtx<'_, H>| {
-            match Backend::<H>::resolve_failure_agreement(output) {
-                Ok(true) => Ok(()),
-                Ok(false) => Err(Finding::Violation(format!(
-                    "agree_success on rank {}: every member submitted true, resolved false",
-                    ctx.rank()
-                ))),
-                Err(error) => Err(Finding::Violation(format!(
-                    "resolve_failure_agreement after completion failed: {error}"
-                ))),
-            }
-        });
-        Ok(Submitted {
-            completion: Handle::Communication(submission.completion),
-            input_probes: Vec::new(),
-            output_probes: Vec::new(),
-            verify: Some(verify),
-        })
-    })
+    operation_driver(
+        Operation::AgreeSuccess,
+        crate::suites::agr::rows::<H>,
+        |ctx, executor| {
+            let submission = Backend::<H>::agree_success(true, ctx.group(), executor)
+                .map_err(|e| failed(Operation::AgreeSuccess, e))?;
+            let output = submission.output;
+            let verify: Verify<H> =
+                Box::new(
+                    move |ctx: &RankCtx<'_, H>| match Backend::<H>::resolve_failure_agreement(
+                        output,
+                    ) {
+                        Ok(true) => Ok(()),
+                        Ok(false) => Err(Finding::Violation(format!(
+                            "agree_success on rank {}: every member submitted true, resolved false",
+                            ctx.rank()
+                        ))),
+                        Err(error) => Err(Finding::Violation(format!(
+                            "resolve_failure_agreement after completion failed: {error}"
+                        ))),
+                    },
+                );
+            Ok(Submitted {
+                completion: Handle::Communication(submission.completion),
+                input_probes: Vec::new(),
+                output_probes: Vec::new(),
+                verify: Some(verify),
+            })
+        },
+    )
 }
 
 /// Route id of the standard point-to-point route (late rank 1 → subject 0).
@@ -553,7 +606,11 @@ pub(crate) fn frame<T>(
         .iter()
         .enumerate()
         .map(|(i, shape)| {
-            BoundaryRoleContract::new(format!("value-{i}"), eredu_core::checkpoint::TensorDtype::F32, shape.clone())
+            BoundaryRoleContract::new(
+                format!("value-{i}"),
+                eredu_core::checkpoint::TensorDtype::F32,
+                shape.clone(),
+            )
         })
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| Finding::Harness(format!("boundary role: {e}")))?;
@@ -568,29 +625,42 @@ pub(crate) fn send_receive<H: Harness>() -> Driver<H>
 where
     Backend<H>: PointToPointBackend,
 {
-    operation_driver(Operation::SendReceive, crate::suites::p2p::rows::<H>, |ctx, executor| {
-        // The late peer (last rank) sends; the subject (rank 0) receives.
-        let source = ctx.size() - 1;
-        let route = ctx.route(ROUTE, source, 0)?;
-        let payload = if ctx.rank() == source {
-            values(source, 4)
-        } else {
-            vec![0.0; 4]
-        };
-        let input = ctx.tensor(&payload, &[4])?;
-        let input_probes = probes(ctx, &[&input]);
-        let framed = frame(ROUTE, "commcheck.matrix", &[vec![4]], vec![input])?;
-        let submission = Backend::<H>::send_receive(framed, std::borrow::Borrow::borrow(&route), executor)
-            .map_err(|e| failed(Operation::SendReceive, e))?;
-        let output_probes = submission.output.iter().filter_map(|t| ctx.harness().probe(ctx.state(), t)).collect();
-        let verify = verify_tensors(Operation::SendReceive.name(), submission.output, vec![values(source, 4)]);
-        // The route endpoint must outlive nothing: the completion retains it (RET-3).
-        drop(route);
-        Ok(Submitted {
-            completion: Handle::Communication(submission.completion),
-            input_probes,
-            output_probes,
-            verify: Some(verify),
-        })
-    })
+    operation_driver(
+        Operation::SendReceive,
+        crate::suites::p2p::rows::<H>,
+        |ctx, executor| {
+            // The late peer (last rank) sends; the subject (rank 0) receives.
+            let source = ctx.size() - 1;
+            let route = ctx.route(ROUTE, source, 0)?;
+            let payload = if ctx.rank() == source {
+                values(source, 4)
+            } else {
+                vec![0.0; 4]
+            };
+            let input = ctx.tensor(&payload, &[4])?;
+            let input_probes = probes(ctx, &[&input]);
+            let framed = frame(ROUTE, "commcheck.matrix", &[vec![4]], vec![input])?;
+            let submission =
+                Backend::<H>::send_receive(framed, std::borrow::Borrow::borrow(&route), executor)
+                    .map_err(|e| failed(Operation::SendReceive, e))?;
+            let output_probes = submission
+                .output
+                .iter()
+                .filter_map(|t| ctx.harness().probe(ctx.state(), t))
+                .collect();
+            let verify = verify_tensors(
+                Operation::SendReceive.name(),
+                submission.output,
+                vec![values(source, 4)],
+            );
+            // The route endpoint must outlive nothing: the completion retains it (RET-3).
+            drop(route);
+            Ok(Submitted {
+                completion: Handle::Communication(submission.completion),
+                input_probes,
+                output_probes,
+                verify: Some(verify),
+            })
+        },
+    )
 }

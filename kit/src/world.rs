@@ -148,9 +148,9 @@ impl<'w, H: Harness> RankCtx<'w, H> {
 
     /// An observer on `completion`, or `NotSupported`.
     pub fn observer(&self, completion: CompletionRef<'_, H>) -> Result<Observer, Finding> {
-        self.harness
-            .observer(completion)
-            .ok_or_else(|| Finding::NotSupported("the harness provides no completion observer".into()))
+        self.harness.observer(completion).ok_or_else(|| {
+            Finding::NotSupported("the harness provides no completion observer".into())
+        })
     }
 
     /// Makes the next native work item on `executor` fail, or `NotSupported`.
@@ -158,7 +158,9 @@ impl<'w, H: Harness> RankCtx<'w, H> {
         if self.harness.inject_fault(&self.rank, executor) {
             Ok(())
         } else {
-            Err(Finding::NotSupported("the harness provides no fault injection".into()))
+            Err(Finding::NotSupported(
+                "the harness provides no fault injection".into(),
+            ))
         }
     }
 
@@ -241,23 +243,27 @@ pub(crate) fn run_world<H: Harness>(
                     .spawn({
                         let report = report.clone();
                         move || {
-                        let outcome = catch_unwind(AssertUnwindSafe(|| {
-                            let rank = harness.rank(&world, index).map_err(|e| Finding::Harness(e.0))?;
-                            let ctx = RankCtx {
-                                harness: &*harness,
-                                rank,
-                                index,
-                                size: ranks,
-                                signals: &signals,
-                                seed,
-                                rounds: std::cell::Cell::new(0),
-                            };
-                            script(&ctx)
-                        }));
-                        let _ = report.send((index, outcome));
-                    }});
+                            let outcome = catch_unwind(AssertUnwindSafe(|| {
+                                let rank = harness
+                                    .rank(&world, index)
+                                    .map_err(|e| Finding::Harness(e.0))?;
+                                let ctx = RankCtx {
+                                    harness: &*harness,
+                                    rank,
+                                    index,
+                                    size: ranks,
+                                    signals: &signals,
+                                    seed,
+                                    rounds: std::cell::Cell::new(0),
+                                };
+                                script(&ctx)
+                            }));
+                            let _ = report.send((index, outcome));
+                        }
+                    });
                 if let Err(error) = spawned {
-                    let finding = Finding::Harness(format!("could not start rank thread {index}: {error}"));
+                    let finding =
+                        Finding::Harness(format!("could not start rank thread {index}: {error}"));
                     let _ = report.send((index, Ok(Err(finding))));
                 }
             }
@@ -320,7 +326,11 @@ pub fn run_script<H: Harness>(
             let problems: Vec<String> = checks
                 .into_iter()
                 .enumerate()
-                .filter_map(|(rank, check)| check.err().map(|finding| format!("rank {rank}: {finding:?}")))
+                .filter_map(|(rank, check)| {
+                    check
+                        .err()
+                        .map(|finding| format!("rank {rank}: {finding:?}"))
+                })
                 .collect();
             if problems.is_empty() {
                 Ok(())

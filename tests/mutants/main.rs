@@ -71,13 +71,21 @@ pub fn prove(defect: Defect) -> RunResults {
             .join("\n")
     );
     let sentinels: Vec<_> = results.cases.iter().filter(|c| c.invariant != id).collect();
-    let failing: Vec<_> = sentinels.iter().filter(|c| c.verdict.is_failure()).collect();
+    let failing: Vec<_> = sentinels
+        .iter()
+        .filter(|c| c.verdict.is_failure())
+        .collect();
     assert!(
         failing.len() * 2 <= sentinels.len(),
         "{defect}: unrelated families fail along with {id}: {:#?}",
         failing
             .iter()
-            .map(|c| format!("{} {}: {}", c.name, c.verdict, c.message.clone().unwrap_or_default()))
+            .map(|c| format!(
+                "{} {}: {}",
+                c.name,
+                c.verdict,
+                c.message.clone().unwrap_or_default()
+            ))
             .collect::<Vec<_>>()
     );
     results
@@ -86,7 +94,12 @@ pub fn prove(defect: Defect) -> RunResults {
 /// Prints the verdicts of a proof when the test is run with `--nocapture`.
 pub fn show(results: &RunResults) {
     for case in &results.cases {
-        println!("{:<32} {:<13} {}", case.name, case.verdict, case.message.clone().unwrap_or_default());
+        println!(
+            "{:<32} {:<13} {}",
+            case.name,
+            case.verdict,
+            case.message.clone().unwrap_or_default()
+        );
     }
 }
 

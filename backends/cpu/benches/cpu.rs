@@ -88,19 +88,25 @@ fn rank_loop(
 
 fn all_reduce_sum(c: &mut Criterion) {
     let mut group = c.benchmark_group("all_reduce_sum");
-    group.sample_size(10).measurement_time(Duration::from_secs(3));
+    group
+        .sample_size(10)
+        .measurement_time(Duration::from_secs(3));
     for mib in [1usize, 16] {
         let bytes = mib << 20;
         let elements = bytes / 4;
         group.throughput(Throughput::Bytes(bytes as u64));
         let source = vec![1.0f32; elements];
         let mut target = vec![0.0f32; elements];
-        group.bench_with_input(BenchmarkId::new("copy", format!("{mib}MiB")), &mib, |b, _| {
-            b.iter(|| {
-                target.copy_from_slice(&source);
-                std::hint::black_box(&target);
-            })
-        });
+        group.bench_with_input(
+            BenchmarkId::new("copy", format!("{mib}MiB")),
+            &mib,
+            |b, _| {
+                b.iter(|| {
+                    target.copy_from_slice(&source);
+                    std::hint::black_box(&target);
+                })
+            },
+        );
         for ranks in [2usize, 4] {
             let world = Ranks::start(ranks, elements);
             group.bench_with_input(

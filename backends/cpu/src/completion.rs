@@ -178,8 +178,9 @@ impl Completion for CpuCompletion {
         self.launch();
         if self.has(Defect::BlockingIsComplete) {
             let deadline = Instant::now().checked_add(Duration::from_secs(2));
-            self.core
-                .wait_for(deadline, |seen| seen.phase.is_terminal() || seen.error.is_some());
+            self.core.wait_for(deadline, |seen| {
+                seen.phase.is_terminal() || seen.error.is_some()
+            });
         }
         let seen = self.core.observe();
         if let Some(error) = seen.error {
@@ -190,11 +191,14 @@ impl Completion for CpuCompletion {
             Phase::Running => self.has(Defect::EarlyCompletion),
             _ => false,
         };
-        if complete && self.has(Defect::StaleCompletionQuery) && !self.stale_query_served.replace(true)
+        if complete
+            && self.has(Defect::StaleCompletionQuery)
+            && !self.stale_query_served.replace(true)
         {
             return Ok(false);
         }
-        if complete && self.has(Defect::NonMonotonicCompletion) && self.reported_true.replace(true) {
+        if complete && self.has(Defect::NonMonotonicCompletion) && self.reported_true.replace(true)
+        {
             self.reported_true.set(false);
             return Ok(false);
         }
@@ -208,9 +212,9 @@ impl Completion for CpuCompletion {
                 std::thread::sleep(Duration::from_millis(1));
             }
         }
-        let seen = self
-            .core
-            .wait_for(None, |seen| seen.phase.is_terminal() || seen.error.is_some());
+        let seen = self.core.wait_for(None, |seen| {
+            seen.phase.is_terminal() || seen.error.is_some()
+        });
         match seen.error {
             Some(error) => self.report_error(error),
             None => Ok(()),
@@ -258,9 +262,9 @@ impl BoundedCompletion for CpuCompletion {
             // `None`: the deadline is beyond what `Instant` can represent.
             Instant::now().checked_add(timeout)
         };
-        let seen = self
-            .core
-            .wait_for(deadline, |seen| seen.phase.is_terminal() || seen.error.is_some());
+        let seen = self.core.wait_for(deadline, |seen| {
+            seen.phase.is_terminal() || seen.error.is_some()
+        });
         if let Some(error) = seen.error {
             if seen.phase.is_terminal() {
                 if self.has(Defect::FailedIsCompleted) {

@@ -109,7 +109,9 @@ impl CpuDevice {
     /// Makes a group of `size` members; the handles come back in member order.
     pub fn group(&self, size: usize) -> Result<Vec<CpuGroup>, CpuError> {
         let shared = GroupShared::new(self, size)?;
-        (0..size).map(|member| CpuGroup::join(&shared, member)).collect()
+        (0..size)
+            .map(|member| CpuGroup::join(&shared, member))
+            .collect()
     }
 
     /// Joins member `member` of the group named `key`, which has `size` members.
@@ -159,7 +161,10 @@ impl CpuDevice {
         if rank != source && rank != destination {
             return Err(CpuError::invalid(
                 "route",
-                format!("rank {source} (source) or {destination} (destination) of route {}", id.value()),
+                format!(
+                    "rank {source} (source) or {destination} (destination) of route {}",
+                    id.value()
+                ),
                 format!("rank {rank}"),
             ));
         }

@@ -133,7 +133,11 @@ impl GroupShared {
         }
         slot.contributions[member] = Some(contribution);
         if slot.contributions.iter().all(Option::is_some) {
-            let contributions = slot.contributions.iter_mut().flat_map(Option::take).collect();
+            let contributions = slot
+                .contributions
+                .iter_mut()
+                .flat_map(Option::take)
+                .collect();
             slot.all = Some(Arc::new(Gathered {
                 contributions,
                 shared: OnceLock::new(),
@@ -187,8 +191,12 @@ impl GroupShared {
             ..Slot::default()
         });
         if slot.all.is_none() {
-            slot.aborted
-                .get_or_insert_with(|| (member, format!("its work ended before it took part: {reason}")));
+            slot.aborted.get_or_insert_with(|| {
+                (
+                    member,
+                    format!("its work ended before it took part: {reason}"),
+                )
+            });
         }
         Self::depart(&mut state, seq, size);
         drop(state);

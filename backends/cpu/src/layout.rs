@@ -23,7 +23,11 @@ impl AxisView {
 /// Concatenates row-major blocks along one axis. Every block shares `outer`
 /// and `inner`; `blocks[i]` holds `outer × extent_i × inner` values.
 pub(crate) fn concat_axis(outer: usize, inner: usize, blocks: &[(&[f32], usize)]) -> Vec<f32> {
-    let total: usize = blocks.iter().map(|(_, extent)| extent * inner).sum::<usize>() * outer;
+    let total: usize = blocks
+        .iter()
+        .map(|(_, extent)| extent * inner)
+        .sum::<usize>()
+        * outer;
     let mut out = Vec::with_capacity(total);
     for o in 0..outer {
         for (data, extent) in blocks {

@@ -150,7 +150,14 @@ impl std::fmt::Debug for CpuRoute {
             .field("id", &self.end.id())
             .field("source", &self.end.shared.source)
             .field("destination", &self.end.shared.destination)
-            .field("this_end", &if self.end.is_source { "source" } else { "destination" })
+            .field(
+                "this_end",
+                &if self.end.is_source {
+                    "source"
+                } else {
+                    "destination"
+                },
+            )
             .finish()
     }
 }

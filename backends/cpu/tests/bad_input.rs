@@ -431,7 +431,10 @@ fn broadcast_members_naming_different_roots_all_fail() {
             ),
             "{error:?}"
         );
-        names(&error, &["member 1 submitted root [1], member 0 submitted [0]"]);
+        names(
+            &error,
+            &["member 1 submitted root [1], member 0 submitted [0]"],
+        );
     }
 }
 

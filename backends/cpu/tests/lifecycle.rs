@@ -46,7 +46,10 @@ fn held_work_stays_pending_and_retains_inputs_after_handles_are_dropped() {
     hold.release();
     submission.completion.wait().unwrap();
     drop(submission);
-    assert!(eventually(|| !device.storage_live(id)), "input leaked after completion");
+    assert!(
+        eventually(|| !device.storage_live(id)),
+        "input leaked after completion"
+    );
     assert!(eventually(|| device.ledger().pending_work == 0));
 }
 
@@ -63,7 +66,10 @@ fn a_late_peer_keeps_a_reduction_pending_until_it_joins() {
         let sum = CpuBackend::all_reduce_sum(value, &group, &executor).unwrap();
         if rank == 0 {
             std::thread::sleep(Duration::from_millis(30));
-            assert!(!sum.completion.is_complete().unwrap(), "completed without its peer");
+            assert!(
+                !sum.completion.is_complete().unwrap(),
+                "completed without its peer"
+            );
             join.send(()).unwrap();
         }
         sum.completion.wait().unwrap();
@@ -88,10 +94,15 @@ fn native_cancel_tears_down_before_returning_and_the_executor_stays_usable() {
         .unwrap();
     assert_eq!(
         outcome,
-        BoundedCompletionOutcome::DeadlineExceeded { cancellation: NATIVE }
+        BoundedCompletionOutcome::DeadlineExceeded {
+            cancellation: NATIVE
+        }
     );
     assert_eq!(observer.observe().phase, Phase::Cancelled);
-    assert!(!device.storage_live(id), "teardown left the input allocated");
+    assert!(
+        !device.storage_live(id),
+        "teardown left the input allocated"
+    );
     assert_eq!(device.ledger().pending_work, 0);
     hold.release();
     let next = CpuBackend::submit(&executor, []).unwrap();
@@ -135,7 +146,9 @@ fn quarantine_keeps_everything_until_the_work_really_completes() {
         .unwrap();
     assert_eq!(
         outcome,
-        BoundedCompletionOutcome::DeadlineExceeded { cancellation: QUARANTINE }
+        BoundedCompletionOutcome::DeadlineExceeded {
+            cancellation: QUARANTINE
+        }
     );
     assert_eq!(device.ledger().quarantined, 1);
     assert!(device.storage_live(id));
@@ -159,8 +172,14 @@ fn injected_faults_are_sticky_and_not_release() {
     drop(value);
     let completion = submission.completion;
     assert!(eventually(|| completion.is_complete().is_err()));
-    assert!(matches!(completion.wait(), Err(CpuError::InjectedFault { .. })));
-    assert!(!completion.resources_releasable(), "an error is not release");
+    assert!(matches!(
+        completion.wait(),
+        Err(CpuError::InjectedFault { .. })
+    ));
+    assert!(
+        !completion.resources_releasable(),
+        "an error is not release"
+    );
     assert!(device.storage_live(id));
     hold.release();
     assert!(eventually(|| completion.resources_releasable()));
@@ -177,7 +196,11 @@ fn injected_faults_are_sticky_and_not_release() {
 fn edge_deadlines_neither_panic_nor_overflow() {
     let device = CpuDevice::new();
     let executor = device.executor();
-    for timeout in [Duration::from_nanos(1), Duration::from_micros(500), Duration::MAX] {
+    for timeout in [
+        Duration::from_nanos(1),
+        Duration::from_micros(500),
+        Duration::MAX,
+    ] {
         for mode in [NATIVE, QUARANTINE] {
             let done = CpuBackend::submit(&executor, []).unwrap();
             let outcome = done.wait_bounded(policy(timeout, mode));
@@ -186,10 +209,14 @@ fn edge_deadlines_neither_panic_nor_overflow() {
     }
     let hold = executor.hold();
     let pending = CpuBackend::submit(&executor, []).unwrap();
-    let outcome = pending.wait_bounded(policy(Duration::from_nanos(1), NATIVE)).unwrap();
+    let outcome = pending
+        .wait_bounded(policy(Duration::from_nanos(1), NATIVE))
+        .unwrap();
     assert_eq!(
         outcome,
-        BoundedCompletionOutcome::DeadlineExceeded { cancellation: NATIVE }
+        BoundedCompletionOutcome::DeadlineExceeded {
+            cancellation: NATIVE
+        }
     );
     drop(hold);
 }

@@ -51,18 +51,31 @@ pub(super) fn child_main<H: Harness>(harness: H, args: &Arguments) -> ! {
 }
 
 /// Runs `case` in a child process and reads its verdict.
-pub(super) fn execute_in_child<H: Harness>(case: &Case<H>, base: u64, limit: Duration) -> CaseResult {
+pub(super) fn execute_in_child<H: Harness>(
+    case: &Case<H>,
+    base: u64,
+    limit: Duration,
+) -> CaseResult {
     let started = Instant::now();
     let seed = super::case_seed(base, &case.name());
-    let end = |verdict, message: String| {
-        result(case, verdict, Some(message), 1, started.elapsed(), seed)
-    };
+    let end =
+        |verdict, message: String| result(case, verdict, Some(message), 1, started.elapsed(), seed);
     let exe = match std::env::current_exe() {
         Ok(exe) => exe,
-        Err(error) => return end(Verdict::Crash, format!("cannot find the test binary: {error}")),
+        Err(error) => {
+            return end(
+                Verdict::Crash,
+                format!("cannot find the test binary: {error}"),
+            )
+        }
     };
     let spawned = Command::new(exe)
-        .args([case.name().as_str(), "--exact", "--nocapture", "--test-threads=1"])
+        .args([
+            case.name().as_str(),
+            "--exact",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env(CHILD, base.to_string())
         .env_remove("COMMCHECK_ISOLATION")
         .stdin(Stdio::null())
@@ -71,7 +84,12 @@ pub(super) fn execute_in_child<H: Harness>(case: &Case<H>, base: u64, limit: Dur
         .spawn();
     let mut child = match spawned {
         Ok(child) => child,
-        Err(error) => return end(Verdict::Crash, format!("cannot start the child process: {error}")),
+        Err(error) => {
+            return end(
+                Verdict::Crash,
+                format!("cannot start the child process: {error}"),
+            )
+        }
     };
     // Drain stdout while the child runs, so a full pipe never stalls it.
     let reader = child.stdout.take().map(|mut pipe| {
@@ -91,11 +109,19 @@ pub(super) fn execute_in_child<H: Harness>(case: &Case<H>, base: u64, limit: Dur
                 let _ = child.wait();
                 return end(
                     Verdict::Timeout,
-                    format!("the child process did not finish within {:?}", deadline - started),
+                    format!(
+                        "the child process did not finish within {:?}",
+                        deadline - started
+                    ),
                 );
             }
             Ok(None) => std::thread::sleep(Duration::from_millis(5)),
-            Err(error) => return end(Verdict::Crash, format!("cannot wait for the child: {error}")),
+            Err(error) => {
+                return end(
+                    Verdict::Crash,
+                    format!("cannot wait for the child: {error}"),
+                )
+            }
         }
     };
     let stdout = reader
@@ -108,7 +134,13 @@ pub(super) fn execute_in_child<H: Harness>(case: &Case<H>, base: u64, limit: Dur
     {
         return parsed;
     }
-    end(Verdict::Crash, format!("the child process died without a verdict ({})", describe(status)))
+    end(
+        Verdict::Crash,
+        format!(
+            "the child process died without a verdict ({})",
+            describe(status)
+        ),
+    )
 }
 
 #[cfg(unix)]

@@ -58,9 +58,10 @@ fn base_seed() -> u64 {
 
 /// A case's own seed: stable for a given base seed and case name.
 fn case_seed(base: u64, name: &str) -> u64 {
-    name.bytes().fold(base ^ 0xcbf2_9ce4_8422_2325, |hash, byte| {
-        (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
-    })
+    name.bytes()
+        .fold(base ^ 0xcbf2_9ce4_8422_2325, |hash, byte| {
+            (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
+        })
 }
 
 /// One attempt's verdict and message.
@@ -71,7 +72,12 @@ fn attempt<H: Harness>(harness: &Arc<H>, case: &Case<H>, seed: u64) -> (Verdict,
     };
     let limit = case_limit();
     for &ranks in &case.worlds {
-        let (verdict, message) = classify(case, ranks, run_world(Arc::clone(harness), ranks, seed, limit, Arc::clone(&script)), limit);
+        let (verdict, message) = classify(
+            case,
+            ranks,
+            run_world(Arc::clone(harness), ranks, seed, limit, Arc::clone(&script)),
+            limit,
+        );
         if verdict != Verdict::Pass {
             return (verdict, message);
         }
@@ -80,8 +86,17 @@ fn attempt<H: Harness>(harness: &Arc<H>, case: &Case<H>, seed: u64) -> (Verdict,
 }
 
 /// The verdict of one world run.
-fn classify<H: Harness>(case: &Case<H>, ranks: usize, end: WorldEnd, limit: Duration) -> (Verdict, Option<String>) {
-    let world = if case.worlds.len() > 1 { format!(" (world of {ranks})") } else { String::new() };
+fn classify<H: Harness>(
+    case: &Case<H>,
+    ranks: usize,
+    end: WorldEnd,
+    limit: Duration,
+) -> (Verdict, Option<String>) {
+    let world = if case.worlds.len() > 1 {
+        format!(" (world of {ranks})")
+    } else {
+        String::new()
+    };
     match end {
         WorldEnd::Crashed { rank, message } => (
             Verdict::Crash,

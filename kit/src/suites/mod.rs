@@ -58,11 +58,26 @@ pub(crate) mod needs {
     use crate::harness::Instruments;
 
     pub(crate) const NOTHING: Instruments = Instruments::NONE;
-    pub(crate) const HOLD: Instruments = Instruments { hold: true, ..Instruments::NONE };
-    pub(crate) const PROBE: Instruments = Instruments { probe: true, ..Instruments::NONE };
-    pub(crate) const LEDGER: Instruments = Instruments { ledger: true, ..Instruments::NONE };
-    pub(crate) const FAULT: Instruments = Instruments { fault: true, ..Instruments::NONE };
-    pub(crate) const OBSERVER: Instruments = Instruments { observer: true, ..Instruments::NONE };
+    pub(crate) const HOLD: Instruments = Instruments {
+        hold: true,
+        ..Instruments::NONE
+    };
+    pub(crate) const PROBE: Instruments = Instruments {
+        probe: true,
+        ..Instruments::NONE
+    };
+    pub(crate) const LEDGER: Instruments = Instruments {
+        ledger: true,
+        ..Instruments::NONE
+    };
+    pub(crate) const FAULT: Instruments = Instruments {
+        fault: true,
+        ..Instruments::NONE
+    };
+    pub(crate) const OBSERVER: Instruments = Instruments {
+        observer: true,
+        ..Instruments::NONE
+    };
 }
 
 /// Subjects kept pending by the hold instrument: rows on them also need it.
@@ -95,7 +110,9 @@ pub(crate) fn settle() {
 /// `NotSupported` when a subject yields no probes to check.
 pub(crate) fn require_probes(probes: &[Probe], what: &str) -> Check {
     if probes.is_empty() {
-        Err(Finding::NotSupported(format!("no {what} to probe on this subject")))
+        Err(Finding::NotSupported(format!(
+            "no {what} to probe on this subject"
+        )))
     } else {
         Ok(())
     }
@@ -109,9 +126,9 @@ pub(crate) fn all_live(probes: &[Probe]) -> bool {
 /// Releases pending work and waits for it; a failure to complete is a
 /// violation of `id`.
 pub(crate) fn complete<H: Harness>(pending: &mut Pending<'_, '_, H>, id: &str) -> Check {
-    pending
-        .release_and_wait()
-        .map_err(|error| Finding::Violation(format!("{id}: released work did not complete: {error}")))
+    pending.release_and_wait().map_err(|error| {
+        Finding::Violation(format!("{id}: released work did not complete: {error}"))
+    })
 }
 
 /// Verifies the outputs of completed work (the weak form of retention checks).

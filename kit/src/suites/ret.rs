@@ -9,7 +9,10 @@ use std::sync::Arc;
 use eredu_core::{BoundedCompletionOutcome, BoundedCompletionWait, CompletionCancellationMode};
 use eredu_runtime::backend::{CommunicationBackend, SubmissionBackend};
 
-use super::{all_live, any_completion, bounded, complete, local, needs, require_probes, settle, verify_outputs, with_hold};
+use super::{
+    all_live, any_completion, bounded, complete, local, needs, require_probes, settle,
+    verify_outputs, with_hold,
+};
 use crate::case::{Body, Row};
 use crate::check::{ensure, eventually, slack, Check, Finding};
 use crate::harness::{Backend, Harness};
@@ -105,17 +108,21 @@ fn inputs_outlive_their_handles<H: Harness>(ctx: &RankCtx<'_, H>, driver: Driver
 fn executor_outlives_its_handle<H: Harness>(ctx: &RankCtx<'_, H>, driver: Driver<H>) -> Check {
     let mut lanes = Backend::<H>::fork_executors(ctx.executor(), 1)
         .map_err(|e| Finding::Violation(format!("fork_executors(1) failed: {e}")))?;
-    let lane = lanes.pop().ok_or_else(|| Finding::Violation("fork_executors(1) returned no executor".into()))?;
+    let lane = lanes
+        .pop()
+        .ok_or_else(|| Finding::Violation("fork_executors(1) returned no executor".into()))?;
     let mut pending = driver.pending_on(ctx, std::borrow::Borrow::borrow(&lane))?;
     drop(lane);
     settle();
     pending.release();
-    super::super::matrix::wait_within(&pending.submitted.completion, slack::RELEASE).map_err(|error| {
-        Finding::Violation(format!(
-            "{}: after its owned executor was dropped, the work did not complete: {error}",
-            driver.subject
-        ))
-    })?;
+    super::super::matrix::wait_within(&pending.submitted.completion, slack::RELEASE).map_err(
+        |error| {
+            Finding::Violation(format!(
+                "{}: after its owned executor was dropped, the work did not complete: {error}",
+                driver.subject
+            ))
+        },
+    )?;
     verify_outputs(&mut pending, ctx)
 }
 
@@ -129,7 +136,10 @@ fn communication_resources_outlive_their_handles<H: Harness>(
     require_probes(&pending.submitted.input_probes, "input")?;
     settle();
     ensure(all_live(&pending.submitted.input_probes), || {
-        format!("{}: an input's storage was freed while the communication was pending", driver.subject)
+        format!(
+            "{}: an input's storage was freed while the communication was pending",
+            driver.subject
+        )
     })?;
     complete(&mut pending, "RET-3")?;
     verify_outputs(&mut pending, ctx)
@@ -138,7 +148,10 @@ fn communication_resources_outlive_their_handles<H: Harness>(
 /// RET-4: dropping a pending completion frees nothing native work still
 /// uses: probed storages stay allocated, and the work still runs to a clean
 /// completion (for subjects without tensors, that is all there is to see).
-fn dropping_a_completion_frees_nothing_live<H: Harness>(ctx: &RankCtx<'_, H>, driver: Driver<H>) -> Check {
+fn dropping_a_completion_frees_nothing_live<H: Harness>(
+    ctx: &RankCtx<'_, H>,
+    driver: Driver<H>,
+) -> Check {
     let mut pending = driver.pending(ctx)?;
     let mut probes = std::mem::take(&mut pending.submitted.input_probes);
     probes.append(&mut pending.submitted.output_probes);
@@ -148,19 +161,31 @@ fn dropping_a_completion_frees_nothing_live<H: Harness>(ctx: &RankCtx<'_, H>, dr
     drop(pending.submitted.verify.take());
     settle();
     ensure(all_live(&probes), || {
-        format!("{}: dropping the pending completion freed storage that native work still uses", driver.subject)
+        format!(
+            "{}: dropping the pending completion freed storage that native work still uses",
+            driver.subject
+        )
     })?;
     pending.release();
-    ensure(eventually(slack::RELEASE, || observer.state().is_terminal()), || {
-        format!("{}: the work never finished after its completion was dropped", driver.subject)
-    })?;
-    ensure(observer.state() == crate::harness::WorkState::Completed, || {
-        format!(
-            "{}: after its completion was dropped, the work ended {:?} instead of completing",
-            driver.subject,
-            observer.state()
-        )
-    })
+    ensure(
+        eventually(slack::RELEASE, || observer.state().is_terminal()),
+        || {
+            format!(
+                "{}: the work never finished after its completion was dropped",
+                driver.subject
+            )
+        },
+    )?;
+    ensure(
+        observer.state() == crate::harness::WorkState::Completed,
+        || {
+            format!(
+                "{}: after its completion was dropped, the work ended {:?} instead of completing",
+                driver.subject,
+                observer.state()
+            )
+        },
+    )
 }
 
 /// A completed, resource-free completion to stand in for a dropped one.
@@ -185,11 +210,16 @@ fn completion_retains_its_output<H: Harness>(ctx: &RankCtx<'_, H>, driver: Drive
 
 /// RET-6: a value given to `retain_until_complete` lives until exact completion
 /// and is dropped once the completion is gone.
-fn retained_values_live_until_completion<H: Harness>(ctx: &RankCtx<'_, H>, driver: Driver<H>) -> Check {
+fn retained_values_live_until_completion<H: Harness>(
+    ctx: &RankCtx<'_, H>,
+    driver: Driver<H>,
+) -> Check {
     let mut pending = driver.pending(ctx)?;
     let dropped = Arc::new(AtomicBool::new(false));
     let Handle::Plain(completion) = &pending.submitted.completion else {
-        return Err(Finding::NotSupported("retain_until_complete takes plain completions".into()));
+        return Err(Finding::NotSupported(
+            "retain_until_complete takes plain completions".into(),
+        ));
     };
     Backend::<H>::retain_until_complete(ctx.executor(), completion, DropFlag(Arc::clone(&dropped)))
         .map_err(|e| Finding::Violation(format!("retain_until_complete failed: {e}")))?;
@@ -199,9 +229,12 @@ fn retained_values_live_until_completion<H: Harness>(ctx: &RankCtx<'_, H>, drive
     })?;
     complete(&mut pending, "RET-6")?;
     drop(pending);
-    ensure(eventually(slack::RELEASE_RESOURCES, || dropped.load(Ordering::SeqCst)), || {
-        format!("the retained value was still alive {:?} after completion and the completion's drop", slack::RELEASE_RESOURCES)
-    })
+    ensure(
+        eventually(slack::RELEASE_RESOURCES, || dropped.load(Ordering::SeqCst)),
+        || {
+            format!("the retained value was still alive {:?} after completion and the completion's drop", slack::RELEASE_RESOURCES)
+        },
+    )
 }
 
 struct DropFlag(Arc<AtomicBool>);
@@ -214,7 +247,10 @@ impl Drop for DropFlag {
 
 /// RET-7: after completion (or quarantine release) and every handle dropped,
 /// every native resource is released within a bounded time.
-fn everything_is_released_after_completion<H: Harness>(ctx: &RankCtx<'_, H>, driver: Driver<H>) -> Check {
+fn everything_is_released_after_completion<H: Harness>(
+    ctx: &RankCtx<'_, H>,
+    driver: Driver<H>,
+) -> Check {
     let mut pending = driver.pending(ctx)?;
     let mut probes = std::mem::take(&mut pending.submitted.input_probes);
     probes.append(&mut pending.submitted.output_probes);
@@ -230,24 +266,42 @@ fn everything_is_released_after_completion<H: Harness>(ctx: &RankCtx<'_, H>, dri
     probes.append(&mut pending.submitted.output_probes);
     let completion = std::mem::replace(&mut pending.submitted.completion, placeholder(ctx)?);
     drop(pending.submitted.verify.take());
-    let policy = BoundedCompletionWait::new(slack::DEADLINE, CompletionCancellationMode::QuarantineUntilComplete)
-        .map_err(|e| Finding::Harness(e.to_string()))?;
+    let policy = BoundedCompletionWait::new(
+        slack::DEADLINE,
+        CompletionCancellationMode::QuarantineUntilComplete,
+    )
+    .map_err(|e| Finding::Harness(e.to_string()))?;
     let outcome = completion.wait_bounded(policy);
     pending.release();
     drop(pending);
     match outcome {
-        Some(Ok(BoundedCompletionOutcome::DeadlineExceeded { .. })) | Some(Ok(BoundedCompletionOutcome::Completed)) => {}
-        Some(Err(error)) => return Err(Finding::Violation(format!("wait_bounded on pending work failed: {error}"))),
+        Some(Ok(BoundedCompletionOutcome::DeadlineExceeded { .. }))
+        | Some(Ok(BoundedCompletionOutcome::Completed)) => {}
+        Some(Err(error)) => {
+            return Err(Finding::Violation(format!(
+                "wait_bounded on pending work failed: {error}"
+            )))
+        }
         None => return Ok(()),
     }
     released(ctx, &probes, driver.subject, "quarantine release")
 }
 
 /// Checks that probes go dead and the ledger drains.
-fn released<H: Harness>(ctx: &RankCtx<'_, H>, probes: &[crate::harness::Probe], subject: Subject, after: &str) -> Check {
-    ensure(eventually(slack::RELEASE_RESOURCES, || probes.iter().all(|p| !p.is_live())), || {
-        format!("{subject}: storage still allocated {:?} after {after} with every handle dropped (leak)", slack::RELEASE_RESOURCES)
-    })?;
+fn released<H: Harness>(
+    ctx: &RankCtx<'_, H>,
+    probes: &[crate::harness::Probe],
+    subject: Subject,
+    after: &str,
+) -> Check {
+    ensure(
+        eventually(slack::RELEASE_RESOURCES, || {
+            probes.iter().all(|p| !p.is_live())
+        }),
+        || {
+            format!("{subject}: storage still allocated {:?} after {after} with every handle dropped (leak)", slack::RELEASE_RESOURCES)
+        },
+    )?;
     let mut last = ctx.ledger()?;
     ensure(
         eventually(slack::RELEASE_RESOURCES, || {
@@ -263,13 +317,23 @@ fn released<H: Harness>(ctx: &RankCtx<'_, H>, probes: &[crate::harness::Probe], 
 /// operation to exercise the group.
 fn local_dependencies_fence_no_group<H: Harness>(ctx: &RankCtx<'_, H>) -> Check {
     let claims = ctx.harness().claims();
-    let Some(collective) = claims.drivers.iter().find(|d| d.subject != Subject::Operation(crate::Operation::SendReceive)).copied() else {
-        return Err(Finding::NotSupported("RET-8 needs a claimed group operation".into()));
+    let Some(collective) = claims
+        .drivers
+        .iter()
+        .find(|d| d.subject != Subject::Operation(crate::Operation::SendReceive))
+        .copied()
+    else {
+        return Err(Finding::NotSupported(
+            "RET-8 needs a claimed group operation".into(),
+        ));
     };
     let use_group = |round: &str| -> Check {
         let submitted = collective.submit(ctx)?;
         super::super::matrix::wait_within(&submitted.completion, slack::RELEASE).map_err(|error| {
-            Finding::Violation(format!("{} {round} local-dependency deadline failed: {error}", collective.subject))
+            Finding::Violation(format!(
+                "{} {round} local-dependency deadline failed: {error}",
+                collective.subject
+            ))
         })
     };
     use_group("before the")?;
@@ -278,8 +342,9 @@ fn local_dependencies_fence_no_group<H: Harness>(ctx: &RankCtx<'_, H>) -> Check 
         let input = ctx.tensor(&[1.0], &[1])?;
         let submission = Backend::<H>::submit_local_dependencies([&input], ctx.executor())
             .map_err(|e| Finding::Violation(format!("submit_local_dependencies failed: {e}")))?;
-        let policy = BoundedCompletionWait::new(slack::DEADLINE, CompletionCancellationMode::NativeCancel)
-            .map_err(|e| Finding::Harness(e.to_string()))?;
+        let policy =
+            BoundedCompletionWait::new(slack::DEADLINE, CompletionCancellationMode::NativeCancel)
+                .map_err(|e| Finding::Harness(e.to_string()))?;
         let _ = Handle::<H>::Communication(submission.completion).wait_bounded(policy);
         hold.release();
         ctx.signal("ret8-deadline-passed");

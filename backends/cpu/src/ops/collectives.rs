@@ -79,9 +79,12 @@ impl Collective {
         let retain_inputs = !device.has(Defect::CollectiveDropsResources);
         let retain_output = !device.has(Defect::OutputNotRetained);
         let mut retention = Retention::default();
-        let input_storage: Option<(Weak<Storage>, Vec<i32>)> = input
-            .as_ref()
-            .map(|tensor| (retention.storage(tensor, retain_inputs), tensor.dims().to_vec()));
+        let input_storage: Option<(Weak<Storage>, Vec<i32>)> = input.as_ref().map(|tensor| {
+            (
+                retention.storage(tensor, retain_inputs),
+                tensor.dims().to_vec(),
+            )
+        });
         let output = output_shape.map(|shape| CpuTensor::pending(executor.ledger(), shape));
         let output_storage = output
             .as_ref()
@@ -93,45 +96,53 @@ impl Collective {
             }
         }
         let group_member = Arc::clone(&group.member);
-        let completion = executor.enqueue(operation, WorkKind::Communication, retention.into_vec(), move || {
-            // The sequence number is taken only once the submission is admitted.
-            let seq = group_member.next_seq();
-            let (rendezvous, index) = group_member.rendezvous();
-            let body = Box::new(move |ctx: &WorkCtx<'_>| {
-                let result = run_collective(
-                    ctx,
-                    operation,
-                    seq,
-                    &member,
-                    input_storage,
-                    meta,
-                    (waits, symmetric),
-                    combine,
-                );
-                if let Some(weak) = &output_storage {
-                    let storage = reach(weak, operation, "output storage")?;
-                    let published = result.clone().and_then(|values| {
-                        values.ok_or(CpuError::NotMaterialised {
-                            storage: storage.id().value(),
-                            reason: "the collective produced no value".into(),
-                        })
-                    });
-                    storage.publish(published);
+        let completion = executor.enqueue(
+            operation,
+            WorkKind::Communication,
+            retention.into_vec(),
+            move || {
+                // The sequence number is taken only once the submission is admitted.
+                let seq = group_member.next_seq();
+                let (rendezvous, index) = group_member.rendezvous();
+                let body = Box::new(move |ctx: &WorkCtx<'_>| {
+                    let result = run_collective(
+                        ctx,
+                        operation,
+                        seq,
+                        &member,
+                        input_storage,
+                        meta,
+                        (waits, symmetric),
+                        combine,
+                    );
+                    if let Some(weak) = &output_storage {
+                        let storage = reach(weak, operation, "output storage")?;
+                        let published = result.clone().and_then(|values| {
+                            values.ok_or(CpuError::NotMaterialised {
+                                storage: storage.id().value(),
+                                reason: "the collective produced no value".into(),
+                            })
+                        });
+                        storage.publish(published);
+                    }
+                    result.map(drop)
+                });
+                let abort: crate::executor::Abort =
+                    Box::new(move |reason: &str| rendezvous.abort(seq, index, reason));
+                Work {
+                    body,
+                    abort: Some(abort),
                 }
-                result.map(drop)
-            });
-            let abort: crate::executor::Abort =
-                Box::new(move |reason: &str| rendezvous.abort(seq, index, reason));
-            Work {
-                body,
-                abort: Some(abort),
-            }
-        })?;
+            },
+        )?;
         Ok((output, completion))
     }
 }
 
-#[allow(clippy::too_many_arguments, reason = "the pieces of one queued collective")]
+#[allow(
+    clippy::too_many_arguments,
+    reason = "the pieces of one queued collective"
+)]
 fn run_collective(
     ctx: &WorkCtx<'_>,
     operation: &'static str,
@@ -154,7 +165,11 @@ fn run_collective(
         meta,
     };
     let all = member.exchange(seq, contribution, ctx, operation, waits)?;
-    if let Some(odd) = all.contributions.iter().position(|c| c.operation != operation) {
+    if let Some(odd) = all
+        .contributions
+        .iter()
+        .position(|c| c.operation != operation)
+    {
         return Err(CpuError::MemberMismatch {
             operation,
             member: odd,
@@ -223,7 +238,9 @@ fn sum(members: &[Contribution]) -> Vec<f32> {
     };
     let len = first.values.len();
     let mut total = vec![0.0f32; len];
-    let threads = std::thread::available_parallelism().map_or(1, usize::from).min(2);
+    let threads = std::thread::available_parallelism()
+        .map_or(1, usize::from)
+        .min(2);
     if threads < 2 || len < PARALLEL_FROM {
         sum_into(&mut total, 0, members);
         return total;
@@ -275,7 +292,11 @@ fn check_axis(operation: &'static str, tensor: &CpuTensor, axis: usize) -> Resul
 fn with_axis(shape: &[i32], axis: usize, extent: usize) -> Result<Vec<i32>, CpuError> {
     let mut out = shape.to_vec();
     out[axis] = i32::try_from(extent).map_err(|_| {
-        CpuError::invalid("output shape", "an extent that fits in i32", extent.to_string())
+        CpuError::invalid(
+            "output shape",
+            "an extent that fits in i32",
+            extent.to_string(),
+        )
     })?;
     Ok(out)
 }
@@ -374,7 +395,11 @@ impl EvenGatherBackend for CpuBackend {
                 if reversed {
                     blocks.reverse();
                 }
-                Ok(Arc::new(concat_axis(views[0].outer, views[0].inner, &blocks)))
+                Ok(Arc::new(concat_axis(
+                    views[0].outer,
+                    views[0].inner,
+                    &blocks,
+                )))
             }),
         )
         .symmetric();
@@ -417,7 +442,9 @@ impl UnevenGatherBackend for CpuBackend {
         let total = counts
             .iter()
             .try_fold(0usize, |sum, c| sum.checked_add(*c))
-            .ok_or_else(|| CpuError::invalid(OP, "counts whose sum fits in usize", format!("{counts:?}")))?;
+            .ok_or_else(|| {
+                CpuError::invalid(OP, "counts whose sum fits in usize", format!("{counts:?}"))
+            })?;
         let shape = value.dims().to_vec();
         let flat_counts = executor.device().has(Defect::UnevenCountsAsElements);
         let mut collective = Collective::new(
@@ -451,11 +478,17 @@ impl UnevenGatherBackend for CpuBackend {
                     .zip(&views)
                     .map(|(c, v)| (c.values.as_slice(), v.extent))
                     .collect();
-                Ok(Arc::new(concat_axis(views[0].outer, views[0].inner, &blocks)))
+                Ok(Arc::new(concat_axis(
+                    views[0].outer,
+                    views[0].inner,
+                    &blocks,
+                )))
             }),
         )
         .symmetric();
-        collective.meta = std::iter::once(axis).chain(counts.iter().copied()).collect();
+        collective.meta = std::iter::once(axis)
+            .chain(counts.iter().copied())
+            .collect();
         collective.output_shape = Some(with_axis(&shape, axis, total)?);
         collective.input = Some(value);
         submission(collective.submit(group, executor)?, OP)
@@ -481,7 +514,8 @@ impl VariableAllToAllBackend for CpuBackend {
             ));
         }
         let sum = |c: &[usize]| c.iter().try_fold(0usize, |s, n| s.checked_add(*n));
-        let overflow = || CpuError::invalid(OP, "counts whose sum fits in usize", "an overflowing sum");
+        let overflow =
+            || CpuError::invalid(OP, "counts whose sum fits in usize", "an overflowing sum");
         let sent = sum(counts.send()).ok_or_else(overflow)?;
         let received = sum(counts.receive()).ok_or_else(overflow)?;
         let own = value.extents()[axis];
@@ -526,7 +560,11 @@ impl VariableAllToAllBackend for CpuBackend {
                     .collect();
                 let blocks: Vec<(&[f32], usize)> =
                     blocks.iter().map(|(d, n)| (d.as_slice(), *n)).collect();
-                Ok(Arc::new(concat_axis(views[me].outer, views[me].inner, &blocks)))
+                Ok(Arc::new(concat_axis(
+                    views[me].outer,
+                    views[me].inner,
+                    &blocks,
+                )))
             }),
         );
         collective.meta = std::iter::once(axis)
@@ -635,7 +673,9 @@ impl FailureAgreementBackend for CpuBackend {
         }
         if device.has(Defect::AgreementBlocks) {
             let deadline = Instant::now() + Duration::from_secs(2);
-            completion.core().wait_for(Some(deadline), |seen| seen.phase.is_terminal());
+            completion
+                .core()
+                .wait_for(Some(deadline), |seen| seen.phase.is_terminal());
         }
         Ok(Submission { output, completion })
     }

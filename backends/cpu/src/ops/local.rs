@@ -52,8 +52,9 @@ fn local_work<'a>(
         }
         Ok(())
     });
-    let completion =
-        executor.enqueue(operation, WorkKind::Local, retention.into_vec(), || Work::local(body))?;
+    let completion = executor.enqueue(operation, WorkKind::Local, retention.into_vec(), || {
+        Work::local(body)
+    })?;
     Ok(completion.with_fenced_group(fenced.map(|group| group.member)))
 }
 
@@ -110,18 +111,18 @@ impl SubmissionBackend for CpuBackend {
         if producer.observe().phase.is_terminal() {
             return Ok(());
         }
-        let body = Box::new(move |ctx: &WorkCtx<'_>| {
-            loop {
-                let deadline = Instant::now().checked_add(CANCEL_POLL);
-                let seen = producer.wait_for(deadline, |seen| seen.phase.is_terminal());
-                if seen.phase.is_terminal() {
-                    return Ok(());
-                }
-                ctx.checkpoint()?;
+        let body = Box::new(move |ctx: &WorkCtx<'_>| loop {
+            let deadline = Instant::now().checked_add(CANCEL_POLL);
+            let seen = producer.wait_for(deadline, |seen| seen.phase.is_terminal());
+            if seen.phase.is_terminal() {
+                return Ok(());
             }
+            ctx.checkpoint()?;
         });
         // The gate's own completion is internal: dropping it retains nothing live.
-        executor.enqueue("order_after", WorkKind::Local, Vec::new(), || Work::local(body))?;
+        executor.enqueue("order_after", WorkKind::Local, Vec::new(), || {
+            Work::local(body)
+        })?;
         Ok(())
     }
 

@@ -27,7 +27,11 @@ pub(crate) struct Retention {
 
 impl Retention {
     /// Retains `value` when `retain` is true; returns a weak reference for the body.
-    pub(crate) fn keep<T: Send + Sync + 'static>(&mut self, value: &Arc<T>, retain: bool) -> Weak<T> {
+    pub(crate) fn keep<T: Send + Sync + 'static>(
+        &mut self,
+        value: &Arc<T>,
+        retain: bool,
+    ) -> Weak<T> {
         if retain {
             self.retained.push(Box::new(Arc::clone(value)));
         }
@@ -50,6 +54,8 @@ pub(crate) fn reach<T>(
     operation: &'static str,
     resource: &'static str,
 ) -> Result<Arc<T>, CpuError> {
-    weak.upgrade()
-        .ok_or(CpuError::UseAfterFree { operation, resource })
+    weak.upgrade().ok_or(CpuError::UseAfterFree {
+        operation,
+        resource,
+    })
 }

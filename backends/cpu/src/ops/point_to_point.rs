@@ -28,8 +28,10 @@ impl PointToPointBackend for CpuBackend {
         let retain_output = !device.has(Defect::OutputNotRetained);
         let mut retention = Retention::default();
         let end = retention.keep(&route.end, retain_inputs);
-        let (headers, tensors): (Vec<Vec<u8>>, Vec<CpuTensor>) =
-            values.into_iter().map(RoleExactBoundaryValue::into_parts).unzip();
+        let (headers, tensors): (Vec<Vec<u8>>, Vec<CpuTensor>) = values
+            .into_iter()
+            .map(RoleExactBoundaryValue::into_parts)
+            .unzip();
         let inputs: Vec<(Weak<Storage>, Vec<i32>)> = tensors
             .iter()
             .map(|t| (retention.storage(t, retain_inputs), t.dims().to_vec()))
@@ -100,7 +102,9 @@ impl PointToPointBackend for CpuBackend {
 /// Transmits a bundle: one native message, or two under the P2P-3 defect.
 fn send(end: &RouteEnd, framed: Vec<Framed>, separate: bool) {
     if separate {
-        end.transmit(Message::Headers(framed.iter().map(|f| f.header.clone()).collect()));
+        end.transmit(Message::Headers(
+            framed.iter().map(|f| f.header.clone()).collect(),
+        ));
         end.transmit(Message::Payloads(
             framed.into_iter().map(|f| (f.shape, f.payload)).collect(),
         ));
@@ -136,7 +140,11 @@ fn receive(
     if received.len() != expected.len() {
         return Err(CpuError::invalid(
             OP,
-            format!("a bundle of {} values on route {}", expected.len(), end.id()),
+            format!(
+                "a bundle of {} values on route {}",
+                expected.len(),
+                end.id()
+            ),
             format!("{} values", received.len()),
         ));
     }

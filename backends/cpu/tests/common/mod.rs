@@ -39,7 +39,8 @@ pub fn policy(timeout: Duration, mode: CompletionCancellationMode) -> BoundedCom
 }
 
 pub const NATIVE: CompletionCancellationMode = CompletionCancellationMode::NativeCancel;
-pub const QUARANTINE: CompletionCancellationMode = CompletionCancellationMode::QuarantineUntilComplete;
+pub const QUARANTINE: CompletionCancellationMode =
+    CompletionCancellationMode::QuarantineUntilComplete;
 
 /// Polls `condition` for up to two seconds.
 pub fn eventually(condition: impl Fn() -> bool) -> bool {
