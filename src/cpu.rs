@@ -52,7 +52,9 @@ pub struct CpuRank {
     group: CpuGroup,
 }
 
-fn observer(observer: CompletionObserver) -> Observer {
+/// The kit's observer over a CPU completion's state (also for harnesses that
+/// wrap [`CpuHarness`]).
+pub fn observer(observer: CompletionObserver) -> Observer {
     Observer::new(move || match observer.observe().phase {
         Phase::Queued | Phase::Running => WorkState::Live,
         Phase::Completed => WorkState::Completed,

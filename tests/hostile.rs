@@ -172,17 +172,9 @@ impl Harness for Hostile {
     }
 
     fn observer(&self, completion: CompletionRef<'_, Self>) -> Option<Observer> {
-        Some(match completion {
-            CompletionRef::Plain(c) | CompletionRef::Communication(c) => {
-                let observer = c.observer();
-                Observer::new(move || match observer.observe().phase {
-                    commcheck_cpu::Phase::Completed => commcheck::WorkState::Completed,
-                    commcheck_cpu::Phase::Failed => commcheck::WorkState::Failed,
-                    commcheck_cpu::Phase::Cancelled => commcheck::WorkState::Cancelled,
-                    _ => commcheck::WorkState::Live,
-                })
-            }
-        })
+        Some(commcheck_reference::cpu::observer(match completion {
+            CompletionRef::Plain(c) | CompletionRef::Communication(c) => c.observer(),
+        }))
     }
 
     fn wire_log(&self, route: &CpuRoute) -> Option<Vec<WireRecord>> {
