@@ -31,6 +31,9 @@
 //! on its own rank threads; a hang or a panic in backend code never stops the
 //! run. See [`runner`] for the environment variables.
 
+/// Version of this kit; certification reports record it.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
 pub mod case;
 pub mod check;
 pub mod claims;

@@ -24,7 +24,7 @@ use crate::error::CpuError;
 use crate::sync::{lock, Condvar, Mutex};
 
 /// A value kept alive until the work reaches a terminal state.
-pub(crate) type Retained = Box<dyn Any + Send>;
+pub type Retained = Box<dyn Any + Send>;
 
 /// Where a work item is in its lifecycle.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,7 +74,7 @@ struct Inner {
 }
 
 /// Result of a cancellation request.
-pub(crate) enum CancelRequest {
+pub enum CancelRequest {
     /// The work had not started: it is cancelled, and these retained values are released.
     TornDown(Vec<Retained>),
     /// The work is running; it will observe the request.
@@ -84,13 +84,13 @@ pub(crate) enum CancelRequest {
 }
 
 /// Shared state of one work item's completion.
-pub(crate) struct Core {
+pub struct Core {
     inner: Mutex<Inner>,
     changed: Condvar,
 }
 
 impl Core {
-    pub(crate) fn new(retained: Vec<Retained>) -> Self {
+    pub fn new(retained: Vec<Retained>) -> Self {
         Self {
             inner: Mutex::new(Inner {
                 phase: Phase::Queued,
@@ -105,7 +105,7 @@ impl Core {
     }
 
     /// Adds a retained value. Returns it back when the work is already terminal.
-    pub(crate) fn retain(&self, value: Retained) -> Result<(), Retained> {
+    pub fn retain(&self, value: Retained) -> Result<(), Retained> {
         let mut inner = lock(&self.inner);
         if inner.phase.is_terminal() {
             return Err(value);
@@ -115,7 +115,7 @@ impl Core {
     }
 
     /// Queued → Running. `false` when the item was cancelled before it started.
-    pub(crate) fn start(&self) -> bool {
+    pub fn start(&self) -> bool {
         let mut inner = lock(&self.inner);
         if inner.phase != Phase::Queued {
             return false;
@@ -127,7 +127,7 @@ impl Core {
     }
 
     /// Publishes a sticky error while the work may still be live.
-    pub(crate) fn publish_error(&self, error: CpuError) {
+    pub fn publish_error(&self, error: CpuError) {
         let mut inner = lock(&self.inner);
         if inner.error.is_none() {
             inner.error = Some(error);
@@ -137,11 +137,11 @@ impl Core {
     }
 
     /// Takes the retained values while work is still live (planted defects only).
-    pub(crate) fn take_retained(&self) -> Vec<Retained> {
+    pub fn take_retained(&self) -> Vec<Retained> {
         std::mem::take(&mut lock(&self.inner).retained)
     }
 
-    pub(crate) fn cancel_requested(&self) -> bool {
+    pub fn cancel_requested(&self) -> bool {
         lock(&self.inner).cancel_requested
     }
 
@@ -150,7 +150,7 @@ impl Core {
     ///
     /// `Err(Cancelled)` after a cancellation request ends in `Cancelled`; any
     /// other error, or an error published earlier, ends in `Failed`.
-    pub(crate) fn finish(&self, outcome: Result<(), CpuError>) -> Option<Vec<Retained>> {
+    pub fn finish(&self, outcome: Result<(), CpuError>) -> Option<Vec<Retained>> {
         let mut inner = lock(&self.inner);
         if inner.phase.is_terminal() {
             return None;
@@ -178,7 +178,7 @@ impl Core {
     }
 
     /// Requests native cancellation.
-    pub(crate) fn request_cancel(&self, operation: &'static str) -> CancelRequest {
+    pub fn request_cancel(&self, operation: &'static str) -> CancelRequest {
         let mut inner = lock(&self.inner);
         match inner.phase {
             Phase::Queued => {
@@ -203,16 +203,16 @@ impl Core {
     }
 
     /// Records that the retained values of terminal work were released.
-    pub(crate) fn mark_released(&self) {
+    pub fn mark_released(&self) {
         lock(&self.inner).released = true;
         self.changed.notify_all();
     }
 
-    pub(crate) fn mark_quarantined(&self) {
+    pub fn mark_quarantined(&self) {
         lock(&self.inner).quarantined = true;
     }
 
-    pub(crate) fn observe(&self) -> Observation {
+    pub fn observe(&self) -> Observation {
         let inner = lock(&self.inner);
         Observation {
             phase: inner.phase,
@@ -224,7 +224,7 @@ impl Core {
     }
 
     /// Nonblocking: `None` when the lock is contended.
-    pub(crate) fn try_observe(&self) -> Option<Observation> {
+    pub fn try_observe(&self) -> Option<Observation> {
         let inner = self.inner.try_lock().ok()?;
         Some(Observation {
             phase: inner.phase,
@@ -237,7 +237,7 @@ impl Core {
 
     /// Blocks until `stop` holds for the state, or until `deadline` passes
     /// (`None` waits without bound). Returns the last observation.
-    pub(crate) fn wait_for(
+    pub fn wait_for(
         &self,
         deadline: Option<Instant>,
         stop: impl Fn(&Observation) -> bool,

@@ -134,6 +134,14 @@ pub use crate::ops::CpuAgreement;
 pub use crate::route::{CpuRoute, WireMessage};
 pub use crate::tensor::CpuTensor;
 
+/// The completion state machine, exposed only to the loom suite
+/// (`--cfg commcheck_loom`, see `loom-tests/`).
+#[cfg(commcheck_loom)]
+#[doc(hidden)]
+pub mod loom_core {
+    pub use crate::core::{CancelRequest, Core, Retained};
+}
+
 /// The CPU reference backend. All state lives in devices, executors, groups
 /// and routes; the backend type only names the trait implementations.
 #[derive(Debug, Clone, Copy, Default)]

@@ -1,0 +1,255 @@
+//! Running the suite and writing a certification: the sinks, streamed.
+//!
+//! [`certify`] runs the selected cases of the catalogue through
+//! [`commcheck::run_cases_with`] and, in the output folder:
+//! - streams each case to `report.partial.jsonl` as it finishes (one JSON
+//!   object per line, written straight to the file: a first
+//!   `{"kind":"start",…}` line with the backend and the must-pass count, then
+//!   one `{"kind":"case",…}` line per case in completion order), so a
+//!   crash of the process still leaves every case finished before it;
+//! - writes `report.json`, `junit.xml` and `summary.md` once the run is
+//!   over (each through a temporary file and a rename, so none is ever
+//!   half-written), then removes `report.partial.jsonl`.
+//!
+//! A `report.partial.jsonl` left in a folder means that run did not finish.
+
+use std::fs::File;
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use commcheck::{Case, CaseResult, Harness};
+use serde_json::Value;
+
+use crate::expectations::Expectations;
+use crate::model::{must_pass, Report, ReportCase, Status};
+use crate::provenance::Environment;
+use crate::{junit, markdown};
+
+/// The JSON report (the source of truth).
+pub const REPORT_FILE: &str = "report.json";
+/// The JUnit XML view.
+pub const JUNIT_FILE: &str = "junit.xml";
+/// The Markdown summary.
+pub const SUMMARY_FILE: &str = "summary.md";
+/// Case results streamed while the run goes on.
+pub const PARTIAL_FILE: &str = "report.partial.jsonl";
+
+/// How to run a certification.
+#[derive(Debug, Clone)]
+pub struct CertifyOptions {
+    /// Output folder (created if needed).
+    pub out: PathBuf,
+    /// Waivers.
+    pub expectations: Expectations,
+    /// Show a progress line on stderr (the CLI does when stderr is a terminal).
+    pub progress: bool,
+    /// Keep `report.partial.jsonl` after the report is written (for debugging
+    /// and tests; normally it is removed).
+    pub keep_partial: bool,
+}
+
+impl CertifyOptions {
+    /// Writes into `out`, no waivers, progress shown only on a terminal.
+    pub fn new(out: impl Into<PathBuf>) -> Self {
+        Self {
+            out: out.into(),
+            expectations: Expectations::none(),
+            progress: std::io::stderr().is_terminal(),
+            keep_partial: false,
+        }
+    }
+}
+
+/// What [`certify`] produced.
+#[derive(Debug, Clone)]
+pub struct Certification {
+    /// The report written to `report.json`.
+    pub report: Report,
+    /// `report.json`, `junit.xml`, `summary.md`, in that order.
+    pub files: Vec<PathBuf>,
+}
+
+/// Why a certification could not be written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CertifyError(pub String);
+
+impl std::fmt::Display for CertifyError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for CertifyError {}
+
+fn io_error(path: &Path, error: impl std::fmt::Display) -> CertifyError {
+    CertifyError(format!("{}: {error}", path.display()))
+}
+
+/// Writes `text` to `path` through a temporary file and a rename.
+pub fn write_atomically(path: &Path, text: &str) -> Result<(), CertifyError> {
+    let mut temporary = path.as_os_str().to_owned();
+    temporary.push(".tmp");
+    let temporary = PathBuf::from(temporary);
+    std::fs::write(&temporary, text).map_err(|e| io_error(&temporary, e))?;
+    std::fs::rename(&temporary, path).map_err(|e| io_error(path, e))
+}
+
+/// Runs the cases `select` picks on `harness` and writes the certification
+/// into `options.out` (see the module docs). The must-pass list is always the
+/// whole one of this kit version: a partial selection yields a report whose
+/// level is `none` and that `verify` rejects for its missing cases.
+pub fn certify<H: Harness>(
+    harness: H,
+    select: impl Fn(&Case<H>) -> bool,
+    options: &CertifyOptions,
+) -> Result<Certification, CertifyError> {
+    std::fs::create_dir_all(&options.out).map_err(|e| io_error(&options.out, e))?;
+    let must_pass = must_pass(&harness);
+    let identity = harness.identity();
+    let stream = Stream::create(&options.out.join(PARTIAL_FILE))?;
+    stream.write(&serde_json::json!({
+        "kind": "start",
+        "backend": identity,
+        "kit_version": crate::verify::KIT_VERSION,
+        "must_pass": must_pass.len(),
+    }));
+    let progress = Progress::new(options.progress);
+    let results = commcheck::run_cases_with(harness, select, |result: &CaseResult, total| {
+        let case = ReportCase::from_result(
+            result,
+            options
+                .expectations
+                .waiver_for(&result.invariant, result.subject),
+        );
+        let mut line = serde_json::to_value(&case).unwrap_or(Value::Null);
+        if let Value::Object(members) = &mut line {
+            members.insert("kind".to_owned(), Value::from("case"));
+        }
+        stream.write(&line);
+        progress.update(&case, total);
+    });
+    progress.finish();
+    let report = Report::build(
+        &results,
+        must_pass,
+        &options.expectations,
+        Environment::detect(),
+    );
+    let files = write_report(&report, &options.out)?;
+    stream.finish(options.keep_partial);
+    Ok(Certification { report, files })
+}
+
+/// Writes `report.json`, `junit.xml` and `summary.md` into `out`.
+pub fn write_report(report: &Report, out: &Path) -> Result<Vec<PathBuf>, CertifyError> {
+    let json = report
+        .to_json()
+        .map_err(|e| CertifyError(format!("cannot serialise the report: {e}")))?;
+    let files = [
+        (REPORT_FILE, json),
+        (JUNIT_FILE, junit::render(report)),
+        (SUMMARY_FILE, markdown::render(report)),
+    ];
+    let mut written = Vec::new();
+    for (name, text) in files {
+        let path = out.join(name);
+        write_atomically(&path, &text)?;
+        written.push(path);
+    }
+    Ok(written)
+}
+
+/// The streamed JSON-lines file.
+struct Stream {
+    path: PathBuf,
+    file: Mutex<Option<File>>,
+}
+
+impl Stream {
+    fn create(path: &Path) -> Result<Self, CertifyError> {
+        let file = File::create(path).map_err(|e| io_error(path, e))?;
+        Ok(Self {
+            path: path.to_owned(),
+            file: Mutex::new(Some(file)),
+        })
+    }
+
+    /// Appends one line; on a write error, warns once and stops streaming
+    /// (the final report is still written).
+    fn write(&self, value: &Value) {
+        let mut file = self.file.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(open) = file.as_mut() else { return };
+        let line = format!("{value}\n");
+        if let Err(error) = open.write_all(line.as_bytes()).and_then(|()| open.flush()) {
+            eprintln!(
+                "commcheck-report: cannot stream to {}: {error}",
+                self.path.display()
+            );
+            *file = None;
+        }
+    }
+
+    /// The run is over and its report written: the partial file goes
+    /// (unless `keep`).
+    fn finish(self, keep: bool) {
+        drop(self.file);
+        if !keep {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+/// The progress line on stderr.
+struct Progress {
+    enabled: bool,
+    done: AtomicUsize,
+    failing: AtomicUsize,
+    width: AtomicUsize,
+}
+
+impl Progress {
+    fn new(enabled: bool) -> Self {
+        Self {
+            enabled,
+            done: AtomicUsize::new(0),
+            failing: AtomicUsize::new(0),
+            width: AtomicUsize::new(0),
+        }
+    }
+
+    fn update(&self, case: &ReportCase, total: usize) {
+        let done = self.done.fetch_add(1, Ordering::SeqCst) + 1;
+        if case.status.is_failure() {
+            self.failing.fetch_add(1, Ordering::SeqCst);
+        }
+        if !self.enabled {
+            return;
+        }
+        let filled = (done * 20).checked_div(total).unwrap_or(20).min(20);
+        let status = if case.status == Status::Pass {
+            String::new()
+        } else {
+            format!(" {}", case.status)
+        };
+        let line = format!(
+            "[{}{}] {done}/{total}, {} failing: {}{status}",
+            "#".repeat(filled),
+            ".".repeat(20 - filled),
+            self.failing.load(Ordering::SeqCst),
+            case.name,
+        );
+        let previous = self.width.swap(line.chars().count(), Ordering::SeqCst);
+        let pad = " ".repeat(previous.saturating_sub(line.chars().count()));
+        let mut stderr = std::io::stderr().lock();
+        let _ = write!(stderr, "\r{line}{pad}");
+        let _ = stderr.flush();
+    }
+
+    fn finish(&self) {
+        if self.enabled && self.done.load(Ordering::SeqCst) > 0 {
+            eprintln!();
+        }
+    }
+}

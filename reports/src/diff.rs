@@ -1,0 +1,131 @@
+//! Comparison of two reports, case by case.
+//!
+//! - *regression*: a case that passed in the old report (`pass` or
+//!   `unexpected-pass`) is a failure in the new one (`fail`, `timeout`,
+//!   `crash`, `flaky`);
+//! - *fix*: a failure or `waived` case of the old report passes in the new one;
+//! - *new* / *removed*: a case only in the new / old report;
+//! - *other change*: any other status change (e.g. `pass` → `not-supported`,
+//!   `fail` → `waived`).
+
+use std::fmt::Write as _;
+
+use crate::model::{Level, Report, Status};
+
+/// One case whose status changed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Change {
+    /// Case name.
+    pub name: String,
+    /// Status in the old report.
+    pub before: Status,
+    /// Status in the new report.
+    pub after: Status,
+    /// The new report's message for the case.
+    pub message: Option<String>,
+}
+
+/// What changed between two reports.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Diff {
+    /// Levels of the old and new report, when they differ.
+    pub level: Option<(Level, Level)>,
+    /// Passed, now failing.
+    pub regressions: Vec<Change>,
+    /// Failing or waived, now passing.
+    pub fixes: Vec<Change>,
+    /// Any other status change.
+    pub other: Vec<Change>,
+    /// Only in the new report, with their status.
+    pub new: Vec<(String, Status)>,
+    /// Only in the old report, with their status.
+    pub removed: Vec<(String, Status)>,
+}
+
+/// Compares `old` with `new`.
+pub fn diff(old: &Report, new: &Report) -> Diff {
+    let mut diff = Diff {
+        level: (old.level != new.level).then_some((old.level, new.level)),
+        ..Diff::default()
+    };
+    for case in &new.cases {
+        let Some(before) = old.cases.iter().find(|c| c.name == case.name) else {
+            diff.new.push((case.name.clone(), case.status));
+            continue;
+        };
+        if before.status == case.status {
+            continue;
+        }
+        let change = Change {
+            name: case.name.clone(),
+            before: before.status,
+            after: case.status,
+            message: case.message.clone(),
+        };
+        if before.status.is_pass() && case.status.is_failure() {
+            diff.regressions.push(change);
+        } else if (before.status.is_failure() || before.status == Status::Waived)
+            && case.status.is_pass()
+        {
+            diff.fixes.push(change);
+        } else {
+            diff.other.push(change);
+        }
+    }
+    diff.removed = old
+        .cases
+        .iter()
+        .filter(|c| !new.cases.iter().any(|n| n.name == c.name))
+        .map(|c| (c.name.clone(), c.status))
+        .collect();
+    diff
+}
+
+impl Diff {
+    /// Whether nothing changed.
+    pub fn is_empty(&self) -> bool {
+        self.level.is_none()
+            && self.regressions.is_empty()
+            && self.fixes.is_empty()
+            && self.other.is_empty()
+            && self.new.is_empty()
+            && self.removed.is_empty()
+    }
+
+    /// A plain-text account, one line per change.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        if let Some((before, after)) = self.level {
+            let _ = writeln!(out, "level: {before} -> {after}");
+        }
+        let changes = |out: &mut String, title: &str, changes: &[Change]| {
+            if changes.is_empty() {
+                return;
+            }
+            let _ = writeln!(out, "{title} ({}):", changes.len());
+            for c in changes {
+                let message = c
+                    .message
+                    .as_deref()
+                    .map(|m| format!(": {m}"))
+                    .unwrap_or_default();
+                let _ = writeln!(out, "  {}: {} -> {}{message}", c.name, c.before, c.after);
+            }
+        };
+        changes(&mut out, "regressions", &self.regressions);
+        changes(&mut out, "fixes", &self.fixes);
+        changes(&mut out, "other changes", &self.other);
+        for (title, cases) in [("new cases", &self.new), ("removed cases", &self.removed)] {
+            if !cases.is_empty() {
+                let _ = writeln!(out, "{title} ({}):", cases.len());
+                for (name, status) in cases {
+                    let _ = writeln!(out, "  {name}: {status}");
+                }
+            }
+        }
+        if self.is_empty() {
+            out.push_str("no changes\n");
+        }
+        out
+    }
+}

@@ -1,0 +1,241 @@
+//! Expectations files: known failures, waived with a reason and a link.
+//!
+//! ```toml
+//! # expectations.toml
+//! [[waiver]]
+//! invariant = "CAN-2"             # a SPEC.md ID
+//! subject = "all_reduce_sum"      # a case subject, or "*" for every subject
+//! reason = "deadline overshoot under load, see the issue"
+//! link = "https://tracker.example/issues/12"
+//! ```
+//!
+//! Every field is required and must be non-empty; unknown fields are
+//! rejected. A waived failure is reported `waived` (not a failure); a waived
+//! case that passes is reported `unexpected-pass`; an entry that matches no
+//! case is listed in the report's `unused_waivers`. An entry for a specific
+//! subject takes precedence over a `"*"` entry of the same invariant.
+
+use std::path::Path;
+
+use commcheck::{Operation, Subject};
+use serde::{Deserialize, Serialize};
+use toml::Spanned;
+
+use crate::model::ReportCase;
+
+/// One waiver of an expectations file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Expectation {
+    /// Invariant ID, e.g. `CAN-2`.
+    #[serde(default)]
+    pub invariant: String,
+    /// Subject name (as after `::` in case names), or `*`.
+    #[serde(default)]
+    pub subject: String,
+    /// Why the failure is accepted.
+    #[serde(default)]
+    pub reason: String,
+    /// Where it is tracked.
+    #[serde(default)]
+    pub link: String,
+}
+
+impl Expectation {
+    fn matches(&self, invariant: &str, subject: Subject) -> bool {
+        self.invariant == invariant && (self.subject == "*" || self.subject == subject.name())
+    }
+}
+
+/// A parsed, validated expectations file.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Expectations {
+    entries: Vec<Expectation>,
+}
+
+/// Why an expectations file was rejected: every problem found, each naming
+/// the file, the line and the field at fault.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExpectationsError {
+    /// One line per problem, `<file>:<line>: <what is wrong>`.
+    pub problems: Vec<String>,
+}
+
+impl std::fmt::Display for ExpectationsError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.problems.join("\n"))
+    }
+}
+
+impl std::error::Error for ExpectationsError {}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFile {
+    #[serde(default)]
+    waiver: Vec<Spanned<RawWaiver>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawWaiver {
+    invariant: Option<Spanned<String>>,
+    subject: Option<Spanned<String>>,
+    reason: Option<Spanned<String>>,
+    link: Option<Spanned<String>>,
+}
+
+/// 1-based line of byte `offset` in `text`.
+fn line_of(text: &str, offset: usize) -> usize {
+    let end = offset.min(text.len());
+    text.as_bytes()[..end]
+        .iter()
+        .filter(|&&b| b == b'\n')
+        .count()
+        + 1
+}
+
+/// Every subject name a waiver may use.
+fn subject_names() -> Vec<&'static str> {
+    let mut names = vec![
+        "local_dependencies",
+        "submit",
+        "fork_executors",
+        "order_after",
+    ];
+    names.extend(Operation::ALL.map(Operation::name));
+    names
+}
+
+impl Expectations {
+    /// No waivers.
+    pub fn none() -> Self {
+        Self::default()
+    }
+
+    /// The waivers, in file order.
+    pub fn entries(&self) -> &[Expectation] {
+        &self.entries
+    }
+
+    /// Reads and parses the file at `path`.
+    pub fn load(path: &Path) -> Result<Self, ExpectationsError> {
+        let text = std::fs::read_to_string(path).map_err(|error| ExpectationsError {
+            problems: vec![format!("{}: cannot read: {error}", path.display())],
+        })?;
+        Self::parse(&text, &path.display().to_string())
+    }
+
+    /// Parses an expectations file; `source` names it in messages.
+    pub fn parse(text: &str, source: &str) -> Result<Self, ExpectationsError> {
+        let raw: RawFile = toml::from_str(text).map_err(|error| {
+            let line = error.span().map_or(1, |span| line_of(text, span.start));
+            let context = text.lines().nth(line - 1).unwrap_or("").trim();
+            ExpectationsError {
+                problems: vec![format!(
+                    "{source}:{line}: {} (at `{context}`)",
+                    error.message().trim()
+                )],
+            }
+        })?;
+        let mut problems = Vec::new();
+        let mut entries: Vec<(usize, Expectation)> = Vec::new();
+        for (index, waiver) in raw.waiver.iter().enumerate() {
+            let line = line_of(text, waiver.span().start);
+            let at = |field: &Option<Spanned<String>>| {
+                field
+                    .as_ref()
+                    .map_or(line, |f| line_of(text, f.span().start))
+            };
+            let waiver = waiver.get_ref();
+            let mut field = |name: &str, value: &Option<Spanned<String>>| -> String {
+                match value {
+                    None => {
+                        problems.push(format!(
+                            "{source}:{line}: waiver #{} has no `{name}` (required)",
+                            index + 1
+                        ));
+                        String::new()
+                    }
+                    Some(v) if v.get_ref().trim().is_empty() => {
+                        problems.push(format!(
+                            "{source}:{}: waiver #{}: field `{name}` is empty (required)",
+                            at(value),
+                            index + 1
+                        ));
+                        String::new()
+                    }
+                    Some(v) => v.get_ref().trim().to_owned(),
+                }
+            };
+            let entry = Expectation {
+                invariant: field("invariant", &waiver.invariant),
+                subject: field("subject", &waiver.subject),
+                reason: field("reason", &waiver.reason),
+                link: field("link", &waiver.link),
+            };
+            if !entry.invariant.is_empty() && commcheck::spec::invariant(&entry.invariant).is_none()
+            {
+                problems.push(format!(
+                    "{source}:{}: waiver #{}: field `invariant`: `{}` is not a SPEC.md invariant ID",
+                    at(&waiver.invariant),
+                    index + 1,
+                    entry.invariant
+                ));
+            }
+            let subjects = subject_names();
+            if !entry.subject.is_empty()
+                && entry.subject != "*"
+                && !subjects.contains(&entry.subject.as_str())
+            {
+                problems.push(format!(
+                    "{source}:{}: waiver #{}: field `subject`: `{}` is not a subject (expected `*` or one of {})",
+                    at(&waiver.subject),
+                    index + 1,
+                    entry.subject,
+                    subjects.join(", ")
+                ));
+            }
+            if let Some((first, _)) = entries
+                .iter()
+                .find(|(_, e)| e.invariant == entry.invariant && e.subject == entry.subject)
+            {
+                problems.push(format!(
+                    "{source}:{line}: waiver #{} repeats `{}::{}` (first waived at line {first})",
+                    index + 1,
+                    entry.invariant,
+                    entry.subject
+                ));
+            }
+            entries.push((line, entry));
+        }
+        if problems.is_empty() {
+            Ok(Self {
+                entries: entries.into_iter().map(|(_, e)| e).collect(),
+            })
+        } else {
+            Err(ExpectationsError { problems })
+        }
+    }
+
+    /// The waiver for `invariant` on `subject`: an exact entry, else a `*` one.
+    pub fn waiver_for(&self, invariant: &str, subject: Subject) -> Option<&Expectation> {
+        let matching = || {
+            self.entries
+                .iter()
+                .filter(move |e| e.matches(invariant, subject))
+        };
+        matching()
+            .find(|e| e.subject != "*")
+            .or_else(|| matching().next())
+    }
+
+    /// Entries that apply to none of `cases`.
+    pub fn unused(&self, cases: &[ReportCase]) -> Vec<Expectation> {
+        self.entries
+            .iter()
+            .filter(|e| !cases.iter().any(|c| e.matches(&c.invariant, c.subject)))
+            .cloned()
+            .collect()
+    }
+}

@@ -1,0 +1,76 @@
+//! Certification reports for commcheck runs: one event model, several sinks.
+//!
+//! A [`Report`] is built from the kit's [`commcheck::RunResults`]. Its JSON
+//! form is the source of truth; [`junit`] and [`markdown`] render views of
+//! it; [`verify()`] re-checks a report; [`diff()`] compares two;
+//! [`Expectations`] reads waivers; [`certify()`] runs the suite and writes all
+//! of them (the `commcheck-report` command line does the same from a shell).
+//!
+//! # The JSON report, schema 1
+//!
+//! ```text
+//! {
+//!   "format": "commcheck-report",
+//!   "schema": 1,
+//!   "level": "none" | "core" | "full",
+//!   "provenance": {
+//!     "kit_version", "results_schema", "tool",
+//!     "eredu": { "eredu-core": "0.5.0", "eredu-nn": …, "eredu-runtime": … },
+//!     "rustc": "rustc 1.x.y (…)", "git_revision": "<hex>" | null,
+//!     "host": { "hostname", "os", "arch", "cpus" },
+//!     "backend": { "name", "version", "device" },
+//!     "instruments": { "hold", "probe", "ledger", "fault", "observer", "wire_log" },
+//!     "claims": ["all_reduce_sum", …], "seed": <base seed>, "generated_unix": <seconds>
+//!   },
+//!   "must_pass": ["RET-1::local_dependencies", …],
+//!   "cases": [{
+//!     "name", "invariant", "family", "class": "A" | "M" | "I",
+//!     "subject": "submit" | { "operation": "all_reduce_sum" } | …,
+//!     "verdict": "pass" | "fail" | "not-supported" | "timeout" | "crash" | "flaky",
+//!     "status": <verdict> | "waived" | "unexpected-pass",
+//!     "message": "…" | null, "attempts", "millis", "seed",
+//!     "waiver": { "reason", "link" } | null,
+//!     "fingerprint": "<16 hex digits>"
+//!   }, …],
+//!   "unused_waivers": [{ "invariant", "subject", "reason", "link" }, …],
+//!   "digest": "sha256:<64 hex digits>"
+//! }
+//! ```
+//!
+//! - `must_pass` is every SPEC invariant on every *claimed* subject of the
+//!   kit version that wrote the report ([`must_pass()`]: the catalogue's case
+//!   names, minus unclaimed operations). `cases` also holds the unclaimed
+//!   operations' cases, as `not-supported`.
+//! - `status` is [`Status::of`] the verdict and the waiver.
+//! - `level` ([`Level::reached`]): `full` when every must-pass case has
+//!   exactly one result and its status *certifies* (`pass`,
+//!   `unexpected-pass`, or `waived`: a failure accepted in the expectations
+//!   file with a reason and a link, recorded in the report); `core` when that
+//!   holds for every must-pass case of class A or M; else `none`. `flaky`,
+//!   `timeout`, `crash`, `fail` and `not-supported` never certify.
+//! - `digest` and `fingerprint`: see [`canonical`] for the canonical form.
+//!
+//! A schema change that alters the meaning or the set of members bumps
+//! [`REPORT_SCHEMA`]; `verify` refuses schemas it does not know.
+
+pub mod canonical;
+pub mod certify;
+pub mod diff;
+pub mod expectations;
+pub mod junit;
+pub mod markdown;
+pub mod model;
+pub mod provenance;
+pub mod verify;
+
+pub use certify::{certify, write_report, Certification, CertifyError, CertifyOptions};
+pub use diff::{diff, Diff};
+pub use expectations::{Expectation, Expectations, ExpectationsError};
+pub use model::{
+    must_pass, Level, Report, ReportCase, Status, Waiver, REPORT_FORMAT, REPORT_SCHEMA,
+};
+pub use provenance::Environment;
+pub use verify::{load, load_file, verify, verify_file};
+
+/// The backends bundled with commcheck that `certify` can run by name.
+pub const BUNDLED_BACKENDS: &[&str] = &["cpu"];

@@ -1,0 +1,389 @@
+//! The report model: one event model that every sink renders.
+//!
+//! A [`Report`] is built from the kit's [`RunResults`], the must-pass list of
+//! the kit version ([`must_pass`]), an [`Expectations`] file and the
+//! [`Environment`] of the run. Its JSON form (schema [`REPORT_SCHEMA`]) is the
+//! source of truth; JUnit and Markdown are views of it.
+
+use std::collections::BTreeMap;
+
+use commcheck::spec::Class;
+use commcheck::{
+    Case, CaseResult, Harness, Identity, Instruments, Operation, RunResults, Subject, Verdict,
+};
+use serde::{Deserialize, Serialize};
+
+use crate::canonical;
+use crate::expectations::{Expectation, Expectations};
+use crate::provenance::Environment;
+
+/// Value of [`Report::format`].
+pub const REPORT_FORMAT: &str = "commcheck-report";
+
+/// Version of the report schema this crate writes and verifies.
+pub const REPORT_SCHEMA: u32 = 1;
+
+/// The status a report gives a case: the kit's verdict, adjusted by the
+/// expectations file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Status {
+    /// The invariant held.
+    Pass,
+    /// The backend broke the invariant (or the harness failed).
+    Fail,
+    /// Operation not claimed, or a needed instrument missing.
+    NotSupported,
+    /// The watchdog fired.
+    Timeout,
+    /// Backend or harness code panicked or aborted.
+    Crash,
+    /// A timing check failed, then passed on its retry.
+    Flaky,
+    /// A failure listed in the expectations file (with a reason and a link).
+    Waived,
+    /// A case listed in the expectations file that passed.
+    UnexpectedPass,
+}
+
+impl Status {
+    /// Every status, in report order.
+    pub const ALL: [Status; 8] = [
+        Self::Pass,
+        Self::Fail,
+        Self::NotSupported,
+        Self::Timeout,
+        Self::Crash,
+        Self::Flaky,
+        Self::Waived,
+        Self::UnexpectedPass,
+    ];
+
+    /// The status of a case with `verdict`, `waived` when the expectations
+    /// file lists it: a waived failure is `waived`, a waived pass is an
+    /// `unexpected-pass`, and a waiver never changes `not-supported`.
+    pub fn of(verdict: Verdict, waived: bool) -> Self {
+        match (verdict, waived) {
+            (Verdict::Pass, true) => Self::UnexpectedPass,
+            (Verdict::Pass, false) => Self::Pass,
+            (Verdict::NotSupported, _) => Self::NotSupported,
+            (_, true) => Self::Waived,
+            (Verdict::Fail, false) => Self::Fail,
+            (Verdict::Timeout, false) => Self::Timeout,
+            (Verdict::Crash, false) => Self::Crash,
+            (Verdict::Flaky, false) => Self::Flaky,
+        }
+    }
+
+    /// The status as reports spell it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pass => "pass",
+            Self::Fail => "fail",
+            Self::NotSupported => "not-supported",
+            Self::Timeout => "timeout",
+            Self::Crash => "crash",
+            Self::Flaky => "flaky",
+            Self::Waived => "waived",
+            Self::UnexpectedPass => "unexpected-pass",
+        }
+    }
+
+    /// A failure of the backend: `fail`, `timeout`, `crash`, `flaky`.
+    pub fn is_failure(self) -> bool {
+        matches!(self, Self::Fail | Self::Timeout | Self::Crash | Self::Flaky)
+    }
+
+    /// The case ran and the invariant held: `pass` or `unexpected-pass`.
+    pub fn is_pass(self) -> bool {
+        matches!(self, Self::Pass | Self::UnexpectedPass)
+    }
+
+    /// The status counts towards a certification level: a pass, or a
+    /// failure waived with a reason and a link.
+    pub fn certifies(self) -> bool {
+        self.is_pass() || self == Self::Waived
+    }
+}
+
+impl std::fmt::Display for Status {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The certification level a report reaches (SPEC.md, "Statuses").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Level {
+    /// Some class-A or class-M must-pass case does not certify.
+    None,
+    /// Every class-A and class-M must-pass case certifies.
+    Core,
+    /// Every must-pass case certifies, instrumented (class I) ones included.
+    Full,
+}
+
+impl Level {
+    /// The level as reports spell it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::None => "none",
+            Self::Core => "core",
+            Self::Full => "full",
+        }
+    }
+
+    /// Parses `none`, `core` or `full`.
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "none" => Some(Self::None),
+            "core" => Some(Self::Core),
+            "full" => Some(Self::Full),
+            _ => None,
+        }
+    }
+
+    /// Whether the level asks `class` invariants to certify.
+    pub fn requires(self, class: Class) -> bool {
+        match self {
+            Self::None => false,
+            Self::Core => matches!(class, Class::A | Class::M),
+            Self::Full => true,
+        }
+    }
+
+    /// The level `cases` reach against `must_pass`: `full` when every
+    /// must-pass case has exactly one result and it certifies
+    /// ([`Status::certifies`]); `core` when that holds for every must-pass
+    /// case of class A or M; `none` otherwise. A must-pass case without
+    /// exactly one result blocks both levels.
+    pub fn reached(must_pass: &[String], cases: &[ReportCase]) -> Self {
+        let mut level = Self::Full;
+        for name in must_pass {
+            let mut results = cases.iter().filter(|case| case.name == *name);
+            let (first, second) = (results.next(), results.next());
+            match (first, second) {
+                (Some(case), None) if case.status.certifies() => {}
+                (Some(case), None) if !Self::Core.requires(case.class) => {
+                    level = level.min(Self::Core);
+                }
+                _ => return Self::None,
+            }
+        }
+        level
+    }
+}
+
+impl std::fmt::Display for Level {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A waiver as a report records it on the case it applies to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Waiver {
+    /// Why the failure is accepted (required; `verify` rejects an empty one).
+    #[serde(default)]
+    pub reason: String,
+    /// Where it is tracked (required; `verify` rejects an empty one).
+    #[serde(default)]
+    pub link: String,
+}
+
+/// One case of a report.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReportCase {
+    /// Case name, `<invariant>::<subject>`.
+    pub name: String,
+    /// Invariant ID.
+    pub invariant: String,
+    /// Invariant family.
+    pub family: String,
+    /// Observation class of the invariant.
+    pub class: Class,
+    /// What the case exercised.
+    pub subject: Subject,
+    /// The kit's verdict.
+    pub verdict: Verdict,
+    /// The reported status ([`Status::of`] the verdict and the waiver).
+    pub status: Status,
+    /// Why, for anything but `pass`.
+    pub message: Option<String>,
+    /// Attempts made (2 when a timing check was retried).
+    pub attempts: u32,
+    /// Wall time of the case, all attempts.
+    pub millis: u64,
+    /// Seed of the case's randomness.
+    pub seed: u64,
+    /// The expectations-file entry that applies to the case, if any.
+    #[serde(default)]
+    pub waiver: Option<Waiver>,
+    /// See [`crate::canonical`].
+    #[serde(default)]
+    pub fingerprint: String,
+}
+
+impl ReportCase {
+    /// The report's view of a kit result, with the waiver that applies.
+    pub fn from_result(result: &CaseResult, waiver: Option<&Expectation>) -> Self {
+        let mut case = Self {
+            name: result.name.clone(),
+            invariant: result.invariant.clone(),
+            family: result.family.clone(),
+            class: result.class,
+            subject: result.subject,
+            verdict: result.verdict,
+            status: Status::of(result.verdict, waiver.is_some()),
+            message: result.message.clone(),
+            attempts: result.attempts,
+            millis: result.millis,
+            seed: result.seed,
+            waiver: waiver.map(|w| Waiver {
+                reason: w.reason.clone(),
+                link: w.link.clone(),
+            }),
+            fingerprint: String::new(),
+        };
+        case.fingerprint = serde_json::to_value(&case)
+            .map(|value| canonical::case_fingerprint(&value))
+            .unwrap_or_default();
+        case
+    }
+}
+
+/// The host a report was produced on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Host {
+    /// Host name (`unknown` when it cannot be read).
+    pub hostname: String,
+    /// `std::env::consts::OS`.
+    pub os: String,
+    /// `std::env::consts::ARCH`.
+    pub arch: String,
+    /// Available parallelism.
+    pub cpus: usize,
+}
+
+/// Where a report comes from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Provenance {
+    /// Version of the commcheck kit that ran the cases.
+    pub kit_version: String,
+    /// Schema of the kit's result model the cases came from.
+    pub results_schema: u32,
+    /// `commcheck-report <version>` that wrote the report.
+    pub tool: String,
+    /// Resolved versions of `eredu-core`, `eredu-runtime`, `eredu-nn`.
+    pub eredu: BTreeMap<String, String>,
+    /// `rustc -V` of the compiler that built the tool (and the kit).
+    pub rustc: String,
+    /// `git rev-parse HEAD` of the working directory, when it is a checkout.
+    pub git_revision: Option<String>,
+    /// Where the run happened.
+    pub host: Host,
+    /// The backend under test.
+    pub backend: Identity,
+    /// Instruments the harness provided.
+    pub instruments: Instruments,
+    /// Operations the backend claimed.
+    pub claims: Vec<Operation>,
+    /// The run's base seed (each case records its own derived seed).
+    pub seed: u64,
+    /// When the report was written, in seconds since the Unix epoch.
+    pub generated_unix: u64,
+}
+
+/// A certification report. See the crate docs for the JSON schema.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Report {
+    /// Always [`REPORT_FORMAT`].
+    pub format: String,
+    /// [`REPORT_SCHEMA`].
+    pub schema: u32,
+    /// The level the results reach ([`Level::reached`]).
+    pub level: Level,
+    /// Where the report comes from.
+    pub provenance: Provenance,
+    /// Every case that must have a result: each SPEC invariant on each
+    /// claimed subject of the kit version, in catalogue order.
+    pub must_pass: Vec<String>,
+    /// The results, in catalogue order (unclaimed operations' cases
+    /// included, as `not-supported`).
+    pub cases: Vec<ReportCase>,
+    /// Expectations-file entries that matched no case.
+    pub unused_waivers: Vec<Expectation>,
+    /// See [`crate::canonical`].
+    pub digest: String,
+}
+
+/// The must-pass list of this kit version for `harness`: the names of every
+/// catalogue case whose subject is claimed (every non-operation subject, and
+/// each operation the harness claims), in catalogue order.
+pub fn must_pass<H: Harness>(harness: &H) -> Vec<String> {
+    let claims = harness.claims().operations();
+    commcheck::catalogue(harness)
+        .iter()
+        .filter(|case| is_claimed(case.subject(), &claims))
+        .map(Case::name)
+        .collect()
+}
+
+/// Whether `subject` is claimed given the claimed operations.
+pub fn is_claimed(subject: Subject, claims: &[Operation]) -> bool {
+    subject.operation().is_none_or(|op| claims.contains(&op))
+}
+
+impl Report {
+    /// Builds and seals the report of `results`.
+    pub fn build(
+        results: &RunResults,
+        must_pass: Vec<String>,
+        expectations: &Expectations,
+        environment: Environment,
+    ) -> Self {
+        let cases: Vec<ReportCase> = results
+            .cases
+            .iter()
+            .map(|r| ReportCase::from_result(r, expectations.waiver_for(&r.invariant, r.subject)))
+            .collect();
+        let mut report = Self {
+            format: REPORT_FORMAT.to_owned(),
+            schema: REPORT_SCHEMA,
+            level: Level::reached(&must_pass, &cases),
+            provenance: environment.provenance(results),
+            must_pass,
+            unused_waivers: expectations.unused(&cases),
+            cases,
+            digest: String::new(),
+        };
+        report.seal();
+        report
+    }
+
+    /// Recomputes [`Report::digest`] after a change.
+    pub fn seal(&mut self) {
+        self.digest = serde_json::to_value(&*self)
+            .map(|value| canonical::report_digest(&value))
+            .unwrap_or_default();
+    }
+
+    /// The report as pretty-printed JSON (the digest does not depend on the layout).
+    pub fn to_json(&self) -> Result<String, serde_json::Error> {
+        serde_json::to_string_pretty(self).map(|mut json| {
+            json.push('\n');
+            json
+        })
+    }
+
+    /// How many cases have `status`.
+    pub fn count(&self, status: Status) -> usize {
+        self.cases.iter().filter(|c| c.status == status).count()
+    }
+}

@@ -1,0 +1,127 @@
+//! Provenance: what a report records about where it comes from.
+//!
+//! Build time (see `build.rs`): the resolved `eredu-core`, `eredu-runtime`
+//! and `eredu-nn` versions from the workspace `Cargo.lock`, and `rustc -V`.
+//! Run time: host name, OS, architecture, CPU count, `git rev-parse HEAD` of
+//! the working directory (absent when it is not a git checkout), the time.
+//! From the run: kit version, backend identity, instruments, claims, seed.
+
+use std::collections::BTreeMap;
+use std::process::Command;
+
+use commcheck::RunResults;
+
+use crate::model::{Host, Provenance};
+
+/// The eredu crates this build links, with their resolved versions.
+pub fn eredu_versions() -> BTreeMap<String, String> {
+    [
+        ("eredu-core", env!("COMMCHECK_REPORT_EREDU_CORE")),
+        ("eredu-runtime", env!("COMMCHECK_REPORT_EREDU_RUNTIME")),
+        ("eredu-nn", env!("COMMCHECK_REPORT_EREDU_NN")),
+    ]
+    .into_iter()
+    .map(|(name, version)| (name.to_owned(), version.to_owned()))
+    .collect()
+}
+
+/// `commcheck-report <version>`.
+pub fn tool() -> String {
+    format!("commcheck-report {}", env!("CARGO_PKG_VERSION"))
+}
+
+/// Everything a report records that is not in the kit's results.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Environment {
+    /// See [`Provenance::tool`].
+    pub tool: String,
+    /// See [`Provenance::eredu`].
+    pub eredu: BTreeMap<String, String>,
+    /// See [`Provenance::rustc`].
+    pub rustc: String,
+    /// See [`Provenance::git_revision`].
+    pub git_revision: Option<String>,
+    /// See [`Provenance::host`].
+    pub host: Host,
+    /// See [`Provenance::generated_unix`].
+    pub generated_unix: u64,
+}
+
+impl Environment {
+    /// The environment of this process, now.
+    pub fn detect() -> Self {
+        Self {
+            tool: tool(),
+            eredu: eredu_versions(),
+            rustc: env!("COMMCHECK_REPORT_RUSTC").to_owned(),
+            git_revision: git_revision(),
+            host: host(),
+            generated_unix: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs()),
+        }
+    }
+
+    /// The provenance of a report on `results` produced in this environment.
+    pub fn provenance(self, results: &RunResults) -> Provenance {
+        Provenance {
+            kit_version: results.kit_version.clone(),
+            results_schema: results.schema,
+            tool: self.tool,
+            eredu: self.eredu,
+            rustc: self.rustc,
+            git_revision: self.git_revision,
+            host: self.host,
+            backend: results.backend.clone(),
+            instruments: results.instruments,
+            claims: results.claims.clone(),
+            seed: results.seed,
+            generated_unix: self.generated_unix,
+        }
+    }
+}
+
+/// `git rev-parse HEAD` in the working directory; `None` outside a checkout
+/// or without git.
+pub fn git_revision() -> Option<String> {
+    let output = Command::new("git")
+        .args(["rev-parse", "HEAD"])
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    let revision = String::from_utf8(output.stdout).ok()?.trim().to_owned();
+    let plausible = !revision.is_empty() && revision.bytes().all(|b| b.is_ascii_hexdigit());
+    (output.status.success() && plausible).then_some(revision)
+}
+
+/// This host.
+pub fn host() -> Host {
+    Host {
+        hostname: hostname(),
+        os: std::env::consts::OS.to_owned(),
+        arch: std::env::consts::ARCH.to_owned(),
+        cpus: std::thread::available_parallelism().map_or(1, usize::from),
+    }
+}
+
+fn hostname() -> String {
+    let from_file = std::fs::read_to_string("/proc/sys/kernel/hostname").ok();
+    let from_env = || {
+        ["HOSTNAME", "COMPUTERNAME"]
+            .iter()
+            .find_map(|var| std::env::var(var).ok())
+    };
+    let from_command = || {
+        Command::new("hostname")
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .and_then(|o| String::from_utf8(o.stdout).ok())
+    };
+    from_file
+        .or_else(from_env)
+        .or_else(from_command)
+        .map(|name| name.trim().to_owned())
+        .filter(|name| !name.is_empty())
+        .unwrap_or_else(|| "unknown".to_owned())
+}

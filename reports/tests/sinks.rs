@@ -1,0 +1,231 @@
+//! JUnit XML loads in an XML consumer with the JUnit structure; the
+//! Markdown summary is capped by whole sections.
+
+mod common;
+
+use commcheck::Verdict;
+use commcheck_report::{junit, markdown};
+use common::*;
+use quick_xml::events::{BytesStart, Event};
+use quick_xml::Reader;
+
+/// One parsed element: its path of names and its attributes.
+#[derive(Debug)]
+struct Element {
+    path: Vec<String>,
+    attributes: Vec<(String, String)>,
+    text: String,
+}
+
+impl Element {
+    fn attribute(&self, name: &str) -> Option<&str> {
+        self.attributes
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+fn attributes(start: &BytesStart<'_>) -> Vec<(String, String)> {
+    start
+        .attributes()
+        .map(|a| {
+            let a = a.unwrap_or_else(|e| panic!("bad attribute: {e}"));
+            let value = a
+                .unescape_value()
+                .unwrap_or_else(|e| panic!("bad attribute value: {e}"))
+                .into_owned();
+            (String::from_utf8_lossy(a.key.as_ref()).into_owned(), value)
+        })
+        .collect()
+}
+
+/// Parses the whole document (panicking on any well-formedness error) into
+/// its elements.
+fn parse(xml: &str) -> Vec<Element> {
+    let mut reader = Reader::from_str(xml);
+    reader.config_mut().check_end_names = true;
+    let mut stack: Vec<String> = Vec::new();
+    let mut elements: Vec<Element> = Vec::new();
+    let mut open: Vec<usize> = Vec::new();
+    loop {
+        match reader.read_event() {
+            Ok(Event::Start(start)) => {
+                stack.push(String::from_utf8_lossy(start.name().as_ref()).into_owned());
+                elements.push(Element {
+                    path: stack.clone(),
+                    attributes: attributes(&start),
+                    text: String::new(),
+                });
+                open.push(elements.len() - 1);
+            }
+            Ok(Event::Empty(start)) => {
+                let mut path = stack.clone();
+                path.push(String::from_utf8_lossy(start.name().as_ref()).into_owned());
+                elements.push(Element {
+                    path,
+                    attributes: attributes(&start),
+                    text: String::new(),
+                });
+            }
+            Ok(Event::End(_)) => {
+                stack.pop();
+                open.pop();
+            }
+            Ok(Event::Text(text)) => {
+                if let Some(&index) = open.last() {
+                    let text = text.decode().unwrap_or_else(|e| panic!("bad text: {e}"));
+                    let text = quick_xml::escape::unescape(&text)
+                        .unwrap_or_else(|e| panic!("bad text: {e}"));
+                    elements[index].text.push_str(&text);
+                }
+            }
+            Ok(Event::GeneralRef(reference)) => {
+                let name = reference
+                    .decode()
+                    .unwrap_or_else(|e| panic!("bad reference: {e}"));
+                let text = match name.as_ref() {
+                    "amp" => "&",
+                    "lt" => "<",
+                    "gt" => ">",
+                    "quot" => "\"",
+                    "apos" => "'",
+                    other => panic!("undeclared entity &{other};"),
+                };
+                if let Some(&index) = open.last() {
+                    elements[index].text.push_str(text);
+                }
+            }
+            Ok(Event::Eof) => break,
+            Ok(_) => {}
+            Err(error) => panic!("not well-formed at {}: {error}", reader.error_position()),
+        }
+    }
+    assert!(stack.is_empty(), "unclosed elements: {stack:?}");
+    elements
+}
+
+fn named<'a>(elements: &'a [Element], path: &str) -> Vec<&'a Element> {
+    elements
+        .iter()
+        .filter(|e| e.path.join("/") == path)
+        .collect()
+}
+
+#[test]
+fn junit_has_the_junit_structure_and_maps_statuses() {
+    let mut verdicts = standard(Verdict::Timeout);
+    verdicts.push(("EXC-2", common::SUM, Verdict::Crash));
+    verdicts.push(("CAN-2", common::SUM, Verdict::Flaky));
+    verdicts.push(("CAN-1", common::SUM, Verdict::Fail));
+    let report = report(&verdicts);
+    let elements = parse(&junit::render(&report));
+    let root = named(&elements, "testsuites");
+    assert_eq!(root.len(), 1);
+    assert_eq!(root[0].attribute("tests"), Some("9"));
+    assert_eq!(root[0].attribute("failures"), Some("4"));
+    assert_eq!(root[0].attribute("skipped"), Some("1"));
+    let suites = named(&elements, "testsuites/testsuite");
+    let suite_names: Vec<_> = suites.iter().filter_map(|s| s.attribute("name")).collect();
+    assert_eq!(suite_names, ["RET", "EXC", "CAN", "SUM", "BRD"]);
+    assert!(!named(&elements, "testsuites/testsuite/properties/property").is_empty());
+    let cases = named(&elements, "testsuites/testsuite/testcase");
+    assert_eq!(cases.len(), 9);
+    for case in &cases {
+        assert!(case.attribute("name").is_some() && case.attribute("classname").is_some());
+        assert!(case
+            .attribute("time")
+            .is_some_and(|t| t.parse::<f64>().is_ok()));
+    }
+    let failures = named(&elements, "testsuites/testsuite/testcase/failure");
+    let mut types: Vec<_> = failures
+        .iter()
+        .filter_map(|f| f.attribute("type"))
+        .collect();
+    types.sort_unstable();
+    assert_eq!(types, ["crash", "fail", "flaky", "timeout"]);
+    let timeout = failures
+        .iter()
+        .find(|f| f.attribute("type") == Some("timeout"));
+    assert!(timeout.is_some_and(|f| f.text == "RET-1 on submit: timeout <&> \"quoted\" | piped"));
+    let skipped = named(&elements, "testsuites/testsuite/testcase/skipped");
+    assert_eq!(skipped.len(), 1);
+    assert!(skipped[0]
+        .attribute("message")
+        .is_some_and(|m| m.starts_with("not-supported: broadcast is not claimed")));
+}
+
+#[test]
+fn junit_escapes_what_xml_cannot_carry() {
+    assert_eq!(
+        junit::escape("a<b>&\"'\u{1}\tz"),
+        "a&lt;b&gt;&amp;&quot;&apos;\u{fffd}\tz"
+    );
+}
+
+#[test]
+fn markdown_is_whole_when_it_fits() {
+    let summary = markdown::render(&report(&standard(Verdict::Fail)));
+    assert!(summary.starts_with("# commcheck certification: synthetic 1.0.0"));
+    assert!(summary.contains("**Level reached: core**"));
+    assert!(summary.contains("## Failures") && summary.contains("## All cases: RET"));
+    assert!(summary.contains("RET-1 on submit: fail &lt;&amp;&gt; \"quoted\" \\| piped"));
+    assert!(!summary.contains("Truncated"));
+}
+
+/// Every table of `text` is complete: header, separator, then rows, and
+/// each `## ` section is followed by its whole table.
+fn tables_are_whole(text: &str) -> bool {
+    let lines: Vec<&str> = text.lines().collect();
+    lines.iter().enumerate().all(|(i, line)| {
+        !line.starts_with('|')
+            || i + 1 == lines.len()
+            || lines[i + 1].starts_with('|')
+            || lines[i + 1].is_empty()
+    }) && text.ends_with("\n\n")
+}
+
+#[test]
+fn markdown_cap_cuts_whole_sections_with_a_note() {
+    // Many cases so the per-family tables are large.
+    let subjects = [
+        commcheck::Subject::Submit,
+        commcheck::Subject::LocalDependencies,
+        common::SUM,
+    ];
+    let mut verdicts = Vec::new();
+    for invariant in commcheck::spec::INVARIANTS {
+        for subject in subjects {
+            verdicts.push((invariant.id, subject, Verdict::Pass));
+        }
+    }
+    verdicts.push(("CAN-5", commcheck::Subject::OrderAfter, Verdict::Fail));
+    let report = report(&verdicts);
+    let whole = markdown::render(&report);
+    let cap = whole.len() / 2;
+    let capped = markdown::render_capped(&report, cap);
+    assert!(capped.len() <= cap, "{} > {cap}", capped.len());
+    assert!(capped.contains("> **Truncated:** this summary is capped at"));
+    // The highest-priority sections stay; the cut ones are named in the note.
+    assert!(capped.contains("## Families") && capped.contains("## Failures"));
+    let cut: Vec<&str> = whole
+        .lines()
+        .filter_map(|l| l.strip_prefix("## "))
+        .filter(|title| !capped.contains(&format!("## {title}\n")))
+        .collect();
+    assert!(!cut.is_empty());
+    for title in &cut {
+        assert!(
+            capped.contains(&format!("\"{title}\" (")),
+            "note does not name {title}"
+        );
+    }
+    // Kept sections are byte-identical to the uncut rendering: nothing mid-table.
+    for section in capped.split("\n## ").skip(1) {
+        assert!(
+            whole.contains(&format!("\n## {section}")),
+            "section changed: {section:.60}"
+        );
+    }
+    assert!(tables_are_whole(&capped));
+}
