@@ -37,6 +37,45 @@ impl Signals {
         self.wait_any(&[name], limit).is_some()
     }
 
+    /// Start barrier: records that rank `index` was built (or could not be)
+    /// and waits until every rank was built. `Err` names what went wrong:
+    /// a rank that could not be built, or a timeout.
+    fn start_barrier(
+        &self,
+        index: usize,
+        built: bool,
+        ranks: usize,
+        limit: Duration,
+    ) -> Result<(), String> {
+        self.raise(&if built {
+            format!("built-{index}")
+        } else {
+            format!("unbuilt-{index}")
+        });
+        let deadline = Instant::now() + limit;
+        let mut raised = guard(&self.raised);
+        loop {
+            if let Some(broken) =
+                (0..ranks).find(|rank| raised.contains(&format!("unbuilt-{rank}")))
+            {
+                return Err(format!("rank {broken} could not be built"));
+            }
+            if (0..ranks).all(|rank| raised.contains(&format!("built-{rank}"))) {
+                return Ok(());
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return Err(format!(
+                    "not every rank of the world was built within {limit:?}"
+                ));
+            }
+            raised = match self.changed.wait_timeout(raised, deadline - now) {
+                Ok((guard, _)) => guard,
+                Err(poisoned) => poisoned.into_inner().0,
+            };
+        }
+    }
+
     /// Waits for the first of `names` to be raised; returns its index.
     fn wait_any(&self, names: &[&str], limit: Duration) -> Option<usize> {
         let deadline = Instant::now() + limit;
@@ -244,9 +283,12 @@ pub(crate) fn run_world<H: Harness>(
                         let report = report.clone();
                         move || {
                             let outcome = catch_unwind(AssertUnwindSafe(|| {
-                                let rank = harness
-                                    .rank(&world, index)
-                                    .map_err(|e| Finding::Harness(e.0))?;
+                                let rank = harness.rank(&world, index);
+                                // No script starts before every rank's state exists.
+                                let started =
+                                    signals.start_barrier(index, rank.is_ok(), ranks, limit);
+                                let rank = rank.map_err(|e| Finding::Harness(e.0))?;
+                                started.map_err(Finding::Harness)?;
                                 let ctx = RankCtx {
                                     harness: &*harness,
                                     rank,
