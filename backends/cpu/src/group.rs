@@ -55,6 +55,10 @@ pub(crate) struct GroupShared {
     id: u64,
     size: usize,
     ledger: Arc<Ledger>,
+    /// The last reduction result, whose buffer the next one reuses once
+    /// every output holding it was dropped (saves a large allocation and its
+    /// page faults per reduction).
+    recycled: Mutex<Option<Values>>,
     state: Mutex<GroupState>,
     changed: Condvar,
 }
@@ -79,6 +83,7 @@ impl GroupShared {
             id: device.next_id(),
             size,
             ledger: Arc::clone(device.ledger_ref()),
+            recycled: Mutex::new(None),
             state: Mutex::new(GroupState {
                 slots: HashMap::new(),
                 fenced: None,
@@ -90,6 +95,16 @@ impl GroupShared {
 
     pub(crate) fn size(&self) -> usize {
         self.size
+    }
+
+    /// The buffer kept by [`GroupShared::keep`], if any.
+    pub(crate) fn take(&self) -> Option<Values> {
+        guard(&self.recycled).take()
+    }
+
+    /// Keeps a result's buffer for reuse by a later reduction.
+    pub(crate) fn keep(&self, values: &Values) {
+        *guard(&self.recycled) = Some(Arc::clone(values));
     }
 
     /// Deposits `member`'s contribution to collective `seq` and, when `wait`,

@@ -226,26 +226,32 @@ fn agree<T: PartialEq + std::fmt::Debug>(
 }
 
 /// Elementwise sum of the members' values, in member order (so results are
-/// reproducible bit for bit).
+/// reproducible bit for bit), written into `recycled` when nobody else holds
+/// that buffer any more (a previous result whose outputs were all dropped).
 ///
 /// The sum is fused and blocked (each block of the output is summed over all
 /// members while it is in cache), and large outputs are split between two
 /// threads: the other members wait for this result, so their cores are idle.
-fn sum(members: &[Contribution]) -> Vec<f32> {
+fn sum(members: &[Contribution], recycled: Option<Values>) -> Values {
     const PARALLEL_FROM: usize = 1 << 18;
-    let Some(first) = members.first() else {
-        return Vec::new();
+    let len = members.first().map_or(0, |first| first.values.len());
+    let mut total = recycled
+        .filter(|buffer| buffer.len() == len)
+        .unwrap_or_default();
+    if total.len() != len || Arc::get_mut(&mut total).is_none() {
+        total = Arc::new(vec![0.0f32; len]);
+    }
+    let Some(buffer) = Arc::get_mut(&mut total) else {
+        return total; // unreachable: a fresh Arc is unique
     };
-    let len = first.values.len();
-    let mut total = vec![0.0f32; len];
     let threads = std::thread::available_parallelism()
         .map_or(1, usize::from)
         .min(2);
     if threads < 2 || len < PARALLEL_FROM {
-        sum_into(&mut total, 0, members);
+        sum_into(buffer, 0, members);
         return total;
     }
-    let (low, high) = total.split_at_mut(len / 2);
+    let (low, high) = buffer.split_at_mut(len / 2);
     std::thread::scope(|scope| {
         scope.spawn(|| sum_into(high, len / 2, members));
         sum_into(low, 0, members);
@@ -350,6 +356,7 @@ impl SumReductionBackend for CpuBackend {
         const OP: &str = "all_reduce_sum";
         let shape = value.dims().to_vec();
         let skip_last = executor.device().has(Defect::SumSkipsLastMember);
+        let recycle = group.member.rendezvous().0;
         let mut collective = Collective::new(
             OP,
             Box::new(move |all, _| {
@@ -359,7 +366,9 @@ impl SumReductionBackend for CpuBackend {
                 } else {
                     all
                 };
-                Ok(Arc::new(sum(members)))
+                let total = sum(members, recycle.take());
+                recycle.keep(&total);
+                Ok(total)
             }),
         )
         .symmetric();
@@ -606,7 +615,7 @@ impl BroadcastBackend for CpuBackend {
                 agree(OP, all, "root", |c| c.meta.clone())?;
                 same_shapes(OP, all)?;
                 if sums {
-                    return Ok(Arc::new(sum(all)));
+                    return Ok(sum(all, None));
                 }
                 Ok(Arc::clone(&all[root].values))
             }),
