@@ -1,8 +1,9 @@
-//! The harness of the CPU reference backend: every instrument, every claim.
+//! The harness of the CPU reference backend: every instrument, every claim
+//! by default; fewer of either (or a planted defect) for the kit's own tests.
 
 use commcheck::{
     Claims, CompletionRef, Harness, HarnessError, HoldGuard, Identity, Instruments, Ledger,
-    Observer, Probe, WireRecord, WorkState,
+    Observer, Operation, Probe, WireRecord, WorkState,
 };
 use commcheck_cpu::{
     CompletionObserver, CpuBackend, CpuDevice, CpuExecutor, CpuGroup, CpuRoute, CpuTensor, Defect,
@@ -11,21 +12,50 @@ use commcheck_cpu::{
 use eredu_runtime::CommunicationRouteId;
 
 /// Connects [`CpuBackend`] to the kit, optionally with one planted [`Defect`].
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy)]
 pub struct CpuHarness {
     defect: Option<Defect>,
+    claimed: &'static [Operation],
+    instruments: Instruments,
+}
+
+impl Default for CpuHarness {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl CpuHarness {
-    /// The correct backend.
+    /// The correct backend, every operation claimed, every instrument provided.
     pub fn new() -> Self {
-        Self { defect: None }
+        Self {
+            defect: None,
+            claimed: &Operation::ALL,
+            instruments: Instruments::ALL,
+        }
     }
 
     /// The backend with one planted defect.
     pub fn with_defect(defect: Defect) -> Self {
         Self {
             defect: Some(defect),
+            ..Self::new()
+        }
+    }
+
+    /// Claims only `operations` (the backend still implements them all).
+    pub fn claiming(self, operations: &'static [Operation]) -> Self {
+        Self {
+            claimed: operations,
+            ..self
+        }
+    }
+
+    /// Provides only `instruments`; the others answer as absent.
+    pub fn with_instruments(self, instruments: Instruments) -> Self {
+        Self {
+            instruments,
+            ..self
         }
     }
 
@@ -81,11 +111,22 @@ impl Harness for CpuHarness {
     }
 
     fn claims(&self) -> Claims<Self> {
-        Claims::none().all()
+        self.claimed
+            .iter()
+            .fold(Claims::none(), |claims, operation| match operation {
+                Operation::AllReduceSum => claims.sum_reduction(),
+                Operation::AllGatherEven => claims.even_gather(),
+                Operation::AllGatherUneven => claims.uneven_gather(),
+                Operation::VariableAllToAll => claims.variable_all_to_all(),
+                Operation::SendReceive => claims.point_to_point(),
+                Operation::Broadcast => claims.broadcast(),
+                Operation::Barrier => claims.barrier(),
+                Operation::AgreeSuccess => claims.failure_agreement(),
+            })
     }
 
     fn instruments(&self) -> Instruments {
-        Instruments::ALL
+        self.instruments
     }
 
     fn world(&self, ranks: usize) -> Result<CpuWorld, HarnessError> {
@@ -159,17 +200,26 @@ impl Harness for CpuHarness {
     }
 
     fn hold(&self, _rank: &CpuRank, executor: &CpuExecutor) -> Option<HoldGuard> {
+        if !self.instruments.hold {
+            return None;
+        }
         let hold = executor.hold();
         Some(HoldGuard::new(move || hold.release()))
     }
 
     fn probe(&self, rank: &CpuRank, tensor: &CpuTensor) -> Option<Probe> {
+        if !self.instruments.probe {
+            return None;
+        }
         let device = rank.device.clone();
         let id = tensor.storage_id();
         Some(Probe::new(move || device.storage_live(id)))
     }
 
     fn ledger(&self, rank: &CpuRank) -> Option<Ledger> {
+        if !self.instruments.ledger {
+            return None;
+        }
         let snapshot = rank.device.ledger();
         Some(Ledger {
             storages: snapshot.storages,
@@ -182,22 +232,34 @@ impl Harness for CpuHarness {
     }
 
     fn inject_fault(&self, _rank: &CpuRank, executor: &CpuExecutor) -> bool {
+        if !self.instruments.fault {
+            return false;
+        }
         executor.inject_fault();
         true
     }
 
     fn fail_next_submission(&self, _rank: &CpuRank, executor: &CpuExecutor) -> bool {
+        if !self.instruments.fault {
+            return false;
+        }
         executor.fail_next_submission();
         true
     }
 
     fn observer(&self, completion: CompletionRef<'_, Self>) -> Option<Observer> {
+        if !self.instruments.observer {
+            return None;
+        }
         Some(observer(match completion {
             CompletionRef::Plain(c) | CompletionRef::Communication(c) => c.observer(),
         }))
     }
 
     fn wire_log(&self, route: &CpuRoute) -> Option<Vec<WireRecord>> {
+        if !self.instruments.wire_log {
+            return None;
+        }
         Some(
             route
                 .wire_log()

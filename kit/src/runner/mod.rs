@@ -314,8 +314,9 @@ pub fn run_with<H: Harness>(
                         result.message.clone().unwrap_or_default()
                     ))),
                     verdict => Err(Failed::from(format!(
-                        "{verdict}: {}",
-                        result.message.clone().unwrap_or_default()
+                        "{verdict}: {}\n(case seed {}; replay the run with COMMCHECK_SEED={base})",
+                        result.message.clone().unwrap_or_default(),
+                        result.seed
                     ))),
                 };
                 sink.lock().unwrap_or_else(|p| p.into_inner()).push(result);
