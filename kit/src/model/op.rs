@@ -1,0 +1,243 @@
+//! The operations of a sequence, and how a sequence prints itself as a Rust
+//! literal (so a shrunk failure can be pasted back into a test).
+
+use std::time::Duration;
+
+use eredu_core::CompletionCancellationMode;
+
+/// What an [`Op::Submit`] submits: one of the completion matrix's standard
+/// submissions (fresh input tensors whose handles the submission drops at
+/// once, outputs kept by the caller until [`Op::DropOutputs`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, arbitrary::Arbitrary)]
+pub enum Work {
+    /// `CommunicationBackend::submit_local_dependencies` of one tensor, kept
+    /// pending with the hold instrument (submitted unheld without one).
+    LocalDependencies,
+    /// `SubmissionBackend::submit` of one tensor, kept pending like local
+    /// dependencies.
+    Submit,
+    /// The standard submission of a claimed operation, in claim order; the
+    /// index is taken modulo the number of claimed operations (skipped when
+    /// none is claimed). Rank 1, the late peer, joins when the model releases it.
+    Operation(u8),
+}
+
+/// Deadline of an [`Op::WaitBounded`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, arbitrary::Arbitrary)]
+pub enum Timeout {
+    /// One nanosecond (CAN-8 edge).
+    Nanosecond,
+    /// 50 microseconds (sub-millisecond, CAN-8).
+    Short,
+    /// 500 microseconds: long enough for released work to complete first.
+    Long,
+    /// `Duration::MAX` (CAN-8 edge); only used on work the model says will
+    /// complete, so a correct backend returns.
+    Unbounded,
+}
+
+impl Timeout {
+    /// The deadline as a duration.
+    pub fn duration(self) -> Duration {
+        match self {
+            Self::Nanosecond => Duration::from_nanos(1),
+            Self::Short => Duration::from_micros(50),
+            Self::Long => Duration::from_micros(500),
+            Self::Unbounded => Duration::MAX,
+        }
+    }
+}
+
+/// Cancellation mode of an [`Op::WaitBounded`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, arbitrary::Arbitrary)]
+pub enum Mode {
+    /// `CompletionCancellationMode::NativeCancel`.
+    NativeCancel,
+    /// `CompletionCancellationMode::QuarantineUntilComplete`.
+    Quarantine,
+}
+
+impl Mode {
+    /// The eredu mode.
+    pub fn cancellation(self) -> CompletionCancellationMode {
+        match self {
+            Self::NativeCancel => CompletionCancellationMode::NativeCancel,
+            Self::Quarantine => CompletionCancellationMode::QuarantineUntilComplete,
+        }
+    }
+}
+
+/// One step of a sequence run on rank 0 of a two-rank world.
+///
+/// `sub` indexes the submissions made so far, in submission order, modulo
+/// their number; `lane` indexes the rank's executors (lane 0 is the rank's
+/// own executor, forks follow), modulo their number. An operation the model
+/// says cannot run in the current state (no submission yet, a completion
+/// already consumed, a wait that would not return, ...) is skipped and
+/// counted in [`super::Stats::skipped`]; every other one acts on the backend.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, arbitrary::Arbitrary)]
+pub enum Op {
+    /// Submits `work` on `lane`; with `fault`, injects a fault into the
+    /// lane's next work item first (only when every earlier item on the lane
+    /// is known to have finished, so the fault lands on this submission).
+    Submit {
+        /// What to submit.
+        work: Work,
+        /// On which executor.
+        lane: u8,
+        /// Inject a fault first (fault instrument).
+        fault: bool,
+    },
+    /// Lets submission `sub` complete: releases its hold, or lets the late
+    /// peer join its round.
+    Release {
+        /// Which submission.
+        sub: u8,
+    },
+    /// `Completion::is_complete`.
+    IsComplete {
+        /// Which submission.
+        sub: u8,
+    },
+    /// `Completion::wait`, only when the model says the work will finish.
+    Wait {
+        /// Which submission.
+        sub: u8,
+    },
+    /// `BoundedCompletion::wait_bounded` (consumes the completion).
+    WaitBounded {
+        /// Which submission.
+        sub: u8,
+        /// Deadline.
+        timeout: Timeout,
+        /// Disposition at the deadline.
+        mode: Mode,
+    },
+    /// Drops the caller's output tensors (inputs are dropped at submission).
+    DropOutputs {
+        /// Which submission.
+        sub: u8,
+    },
+    /// Drops the completion, in whatever state its work is.
+    DropCompletion {
+        /// Which submission.
+        sub: u8,
+    },
+    /// `SubmissionBackend::fork_executors(executor, count % 3)`: new lanes.
+    Fork {
+        /// How many (modulo 3).
+        count: u8,
+    },
+    /// `SubmissionBackend::order_after(completion of sub, lane)` (plain
+    /// submissions only).
+    OrderAfter {
+        /// The producer submission.
+        sub: u8,
+        /// The lane whose later work is ordered, counted from the lane after
+        /// the producer's (modulo the other lanes; the producer's own lane
+        /// when it is the only one).
+        lane: u8,
+    },
+    /// `SubmissionBackend::retain_until_complete` of a drop flag (plain
+    /// submissions only).
+    Retain {
+        /// Which submission.
+        sub: u8,
+    },
+}
+
+impl std::fmt::Display for Work {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Work::{self:?}")
+    }
+}
+
+impl std::fmt::Display for Timeout {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Timeout::{self:?}")
+    }
+}
+
+impl std::fmt::Display for Mode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Mode::{self:?}")
+    }
+}
+
+/// Prints the operation as a Rust expression (`Op::Wait { sub: 0 }`).
+impl std::fmt::Display for Op {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            Self::Submit { work, lane, fault } => {
+                write!(
+                    f,
+                    "Op::Submit {{ work: {work}, lane: {lane}, fault: {fault} }}"
+                )
+            }
+            Self::Release { sub } => write!(f, "Op::Release {{ sub: {sub} }}"),
+            Self::IsComplete { sub } => write!(f, "Op::IsComplete {{ sub: {sub} }}"),
+            Self::Wait { sub } => write!(f, "Op::Wait {{ sub: {sub} }}"),
+            Self::WaitBounded { sub, timeout, mode } => write!(
+                f,
+                "Op::WaitBounded {{ sub: {sub}, timeout: {timeout}, mode: {mode} }}"
+            ),
+            Self::DropOutputs { sub } => write!(f, "Op::DropOutputs {{ sub: {sub} }}"),
+            Self::DropCompletion { sub } => write!(f, "Op::DropCompletion {{ sub: {sub} }}"),
+            Self::Fork { count } => write!(f, "Op::Fork {{ count: {count} }}"),
+            Self::OrderAfter { sub, lane } => {
+                write!(f, "Op::OrderAfter {{ sub: {sub}, lane: {lane} }}")
+            }
+            Self::Retain { sub } => write!(f, "Op::Retain {{ sub: {sub} }}"),
+        }
+    }
+}
+
+/// A sequence of operations. `Display` prints it as a `vec![...]` literal
+/// that compiles with `use commcheck::model::*;`; `arbitrary` decodes one
+/// from fuzzer bytes (derived, or [`Sequence::from_bytes`] with a length cap).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, arbitrary::Arbitrary)]
+pub struct Sequence(pub Vec<Op>);
+
+impl Sequence {
+    /// Decodes up to `max_len` operations from fuzzer bytes with `arbitrary`
+    /// (what a cargo-fuzz target does); never fails, running out of bytes
+    /// simply ends the sequence.
+    pub fn from_bytes(data: &[u8], max_len: usize) -> Self {
+        let mut input = arbitrary::Unstructured::new(data);
+        let mut ops = Vec::new();
+        while ops.len() < max_len && !input.is_empty() {
+            match <Op as arbitrary::Arbitrary>::arbitrary(&mut input) {
+                Ok(op) => ops.push(op),
+                Err(_) => break,
+            }
+        }
+        Self(ops)
+    }
+}
+
+impl std::ops::Deref for Sequence {
+    type Target = [Op];
+
+    fn deref(&self) -> &[Op] {
+        &self.0
+    }
+}
+
+impl From<Vec<Op>> for Sequence {
+    fn from(ops: Vec<Op>) -> Self {
+        Self(ops)
+    }
+}
+
+impl std::fmt::Display for Sequence {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.0.is_empty() {
+            return f.write_str("vec![]");
+        }
+        f.write_str("vec![\n")?;
+        for op in &self.0 {
+            writeln!(f, "    {op},")?;
+        }
+        f.write_str("]")
+    }
+}

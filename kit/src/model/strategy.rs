@@ -1,0 +1,59 @@
+//! `proptest` strategies over operations and sequences.
+//!
+//! Shrinking removes operations and moves every choice towards its simplest
+//! form (submission 0, lane 0, no fault, the first alternative), so a
+//! failure shrinks to a short sequence that still names small indices.
+
+use proptest::prelude::*;
+
+use super::op::{Mode, Op, Sequence, Timeout, Work};
+
+/// Indices of submissions (taken modulo the number made so far).
+const SUBS: std::ops::Range<u8> = 0..8;
+/// Indices of lanes (taken modulo the number of lanes).
+const LANES: std::ops::Range<u8> = 0..4;
+
+/// What a submission submits: local work and claimed operations alike.
+pub fn work_strategy() -> impl Strategy<Value = Work> {
+    prop_oneof![
+        3 => Just(Work::LocalDependencies),
+        3 => Just(Work::Submit),
+        4 => (0u8..8).prop_map(Work::Operation),
+    ]
+}
+
+fn timeout_strategy() -> impl Strategy<Value = Timeout> {
+    prop_oneof![
+        Just(Timeout::Nanosecond),
+        Just(Timeout::Short),
+        Just(Timeout::Long),
+        Just(Timeout::Unbounded),
+    ]
+}
+
+fn mode_strategy() -> impl Strategy<Value = Mode> {
+    prop_oneof![Just(Mode::NativeCancel), Just(Mode::Quarantine)]
+}
+
+/// One operation, weighted towards submissions, releases and observations.
+pub fn op_strategy() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        9 => (work_strategy(), LANES, prop::bool::weighted(0.15))
+            .prop_map(|(work, lane, fault)| Op::Submit { work, lane, fault }),
+        5 => SUBS.prop_map(|sub| Op::Release { sub }),
+        3 => SUBS.prop_map(|sub| Op::IsComplete { sub }),
+        3 => SUBS.prop_map(|sub| Op::Wait { sub }),
+        3 => (SUBS, timeout_strategy(), mode_strategy())
+            .prop_map(|(sub, timeout, mode)| Op::WaitBounded { sub, timeout, mode }),
+        1 => SUBS.prop_map(|sub| Op::DropOutputs { sub }),
+        2 => SUBS.prop_map(|sub| Op::DropCompletion { sub }),
+        2 => (0u8..3).prop_map(|count| Op::Fork { count }),
+        2 => (SUBS, LANES).prop_map(|(sub, lane)| Op::OrderAfter { sub, lane }),
+        1 => SUBS.prop_map(|sub| Op::Retain { sub }),
+    ]
+}
+
+/// Sequences of 1 to `max_len` operations.
+pub fn sequence_strategy(max_len: usize) -> impl Strategy<Value = Sequence> {
+    prop::collection::vec(op_strategy(), 1..=max_len.max(1)).prop_map(Sequence)
+}

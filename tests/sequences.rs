@@ -1,0 +1,373 @@
+//! Model-based sequence tests on the CPU reference backend.
+//!
+//! - random sequences against the correct backend must always match the
+//!   reference model (`commcheck::model`);
+//! - against planted defects the checker must find a divergence naming the
+//!   defect's invariant, and proptest must shrink it to a minimal sequence;
+//! - the sequence model's throughput is measured and printed (not asserted).
+//!
+//! Seeds are fixed and printed; set `COMMCHECK_MODEL_SEED` to explore others.
+//! A failure prints the shrunk sequence as a `vec![...]` literal that can be
+//! pasted into `replay` below. Run with `-- --nocapture` to see the output.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use commcheck::model::{
+    check_sequence, check_sequence_with, sequence_strategy, Divergence, Mode, Op, Options,
+    Sequence, Stats, Timeout, Work,
+};
+use commcheck::Instruments;
+use commcheck_cpu::Defect;
+use commcheck_reference::cpu::CpuHarness;
+use proptest::strategy::{Strategy, ValueTree};
+use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner};
+
+/// Default seed of every randomised test here.
+const SEED: u64 = 0x5eed_c0de_2024_0003;
+
+/// Case count of the random test (`COMMCHECK_MODEL_CASES` overrides).
+fn cases() -> u32 {
+    std::env::var("COMMCHECK_MODEL_CASES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(64)
+}
+
+fn seed() -> u64 {
+    std::env::var("COMMCHECK_MODEL_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(SEED)
+}
+
+fn rng(seed: u64) -> TestRng {
+    let mut bytes = [0u8; 32];
+    for chunk in bytes.chunks_mut(8) {
+        chunk.copy_from_slice(&seed.to_le_bytes());
+    }
+    TestRng::from_seed(RngAlgorithm::ChaCha, &bytes)
+}
+
+fn runner(cases: u32, seed: u64) -> TestRunner {
+    let config = Config {
+        cases,
+        failure_persistence: None,
+        max_shrink_iters: 2048,
+        ..Config::default()
+    };
+    TestRunner::new_with_rng(config, rng(seed))
+}
+
+fn run(harness: CpuHarness, ops: &[Op]) -> Result<Stats, Divergence> {
+    check_sequence(Arc::new(harness), ops)
+}
+
+/// Removes operations one at a time while the sequence still fails.
+/// proptest tries each deletion once, before it shrinks the operations, so an
+/// operation that became removable only after an index shrank stays; this
+/// pass takes it out.
+fn minimise(mut ops: Vec<Op>, fails: impl Fn(&[Op]) -> bool) -> Vec<Op> {
+    let mut index = 0;
+    while index < ops.len() {
+        let mut shorter = ops.clone();
+        shorter.remove(index);
+        if fails(&shorter) {
+            ops = shorter;
+        } else {
+            index += 1;
+        }
+    }
+    ops
+}
+
+/// Replays a sequence printed by a failure.
+fn replay(ops: Vec<Op>) -> Result<Stats, Divergence> {
+    run(CpuHarness::new(), &ops)
+}
+
+/// A runnable example: a collective quarantined while its peer is late and
+/// released later, a held local submission dropped while pending, a plain
+/// submission with a retained value, a forked lane ordered after it.
+#[test]
+fn example_sequence_matches_the_model() {
+    let ops = vec![
+        Op::Submit {
+            work: Work::Operation(0),
+            lane: 0,
+            fault: false,
+        },
+        Op::IsComplete { sub: 0 },
+        Op::WaitBounded {
+            sub: 0,
+            timeout: Timeout::Short,
+            mode: Mode::Quarantine,
+        },
+        Op::Submit {
+            work: Work::LocalDependencies,
+            lane: 0,
+            fault: false,
+        },
+        Op::DropCompletion { sub: 1 },
+        Op::Release { sub: 0 },
+        Op::Release { sub: 1 },
+        Op::Fork { count: 1 },
+        Op::Submit {
+            work: Work::Submit,
+            lane: 1,
+            fault: false,
+        },
+        Op::Retain { sub: 2 },
+        Op::OrderAfter { sub: 2, lane: 0 },
+        Op::Submit {
+            work: Work::Submit,
+            lane: 0,
+            fault: false,
+        },
+        Op::Release { sub: 2 },
+        Op::Release { sub: 3 },
+        Op::Wait { sub: 3 },
+        Op::IsComplete { sub: 3 },
+    ];
+    let stats = replay(ops).unwrap_or_else(|divergence| panic!("{divergence}"));
+    assert!(
+        stats.executed >= 14,
+        "most operations should act: {stats:?}"
+    );
+    assert_eq!(stats.instruments, Instruments::ALL, "every check ran");
+}
+
+/// Random sequences always match the model on the correct backend.
+#[test]
+fn random_sequences_match_the_model() {
+    let seed = seed();
+    println!("random_sequences_match_the_model: seed {seed} (COMMCHECK_MODEL_SEED)");
+    let mut runner = runner(cases(), seed);
+    let total = std::sync::Mutex::new(Stats::default());
+    let started = Instant::now();
+    let outcome = runner.run(&sequence_strategy(32), |sequence| {
+        let one = Instant::now();
+        let stats = run(CpuHarness::new(), &sequence)
+            .map_err(|divergence| TestCaseError::fail(divergence.to_string()))?;
+        if one.elapsed() > Duration::from_secs(1) {
+            println!("  slow sequence ({:?}):\n{sequence}", one.elapsed());
+        }
+        let mut total = total.lock().unwrap_or_else(|p| p.into_inner());
+        total.executed += stats.executed;
+        total.skipped += stats.skipped;
+        total.submissions += stats.submissions;
+        Ok(())
+    });
+    let total = *total.lock().unwrap_or_else(|p| p.into_inner());
+    println!(
+        "  {} operations executed, {} skipped, {} submissions in {:?}",
+        total.executed,
+        total.skipped,
+        total.submissions,
+        started.elapsed()
+    );
+    if let Err(error) = outcome {
+        match error {
+            TestError::Fail(reason, sequence) => {
+                let minimal = Sequence(minimise(sequence.to_vec(), |ops| {
+                    replay(ops.to_vec()).is_err()
+                }));
+                panic!(
+                    "seed {seed}: the correct backend diverged from the model: {reason}\n\
+                     shrunk sequence (replay with `replay(...)`):\n{minimal}"
+                )
+            }
+            TestError::Abort(reason) => panic!("seed {seed}: aborted: {reason}"),
+        }
+    }
+    assert!(total.executed > 0);
+}
+
+/// Mutant searches let work start after each submission and release, so
+/// defects that need a timing window show on every replay (stable shrinking).
+const MUTANT_OPTIONS: Options = Options {
+    limit: Duration::from_secs(30),
+    settle: Duration::from_millis(1),
+};
+
+fn run_mutant(defect: Defect, ops: &[Op]) -> Result<Stats, Divergence> {
+    check_sequence_with(
+        Arc::new(CpuHarness::with_defect(defect)),
+        ops,
+        MUTANT_OPTIONS,
+    )
+}
+
+/// Sequences decoded from random bytes with `arbitrary` (the path a fuzz
+/// target takes) match the model too.
+#[test]
+fn fuzzer_bytes_decode_to_sequences_that_match_the_model() {
+    let seed = seed();
+    let mut generator = runner(1, seed);
+    let bytes = proptest::collection::vec(proptest::num::u8::ANY, 0..256);
+    let mut operations = 0;
+    for _ in 0..cases() / 2 {
+        let Ok(tree) = bytes.new_tree(&mut generator) else {
+            continue;
+        };
+        let sequence = Sequence::from_bytes(&tree.current(), 32);
+        operations += sequence.len();
+        if let Err(divergence) = run(CpuHarness::new(), &sequence) {
+            panic!("seed {seed}: {divergence}\nreplay:\n{sequence}");
+        }
+    }
+    println!("fuzzer bytes: {operations} operations decoded and checked (seed {seed})");
+    assert!(operations > 0, "no operation was decoded");
+}
+
+/// The divergence `ops` gives on `defect`; timing-window defects may pass
+/// one replay on a loaded machine, so up to five tries.
+fn diverges(defect: Defect, ops: &[Op]) -> Option<Divergence> {
+    (0..5).find_map(|_| run_mutant(defect, ops).err())
+}
+
+/// Searches for a divergence on `defect`, lets proptest shrink it, then
+/// removes what still can be removed without changing the invariant named;
+/// returns the minimal sequence and the divergence it gives.
+fn shrunk_failure(defect: Defect, cases: u32) -> (Sequence, Divergence) {
+    let seed = seed();
+    let mut runner = runner(cases, seed);
+    let outcome = runner.run(&sequence_strategy(24), |sequence| {
+        run_mutant(defect, &sequence)
+            .map(drop)
+            .map_err(|divergence| TestCaseError::fail(divergence.to_string()))
+    });
+    let shrunk = match outcome {
+        Err(TestError::Fail(_, sequence)) => sequence,
+        Err(TestError::Abort(reason)) => panic!("{defect}: search aborted: {reason}"),
+        Ok(()) => panic!("{defect}: no divergence found in {cases} sequences (seed {seed})"),
+    };
+    let found = diverges(defect, &shrunk);
+    let id = found.as_ref().map(|d| d.id);
+    let sequence = Sequence(minimise(shrunk.to_vec(), |ops| {
+        run_mutant(defect, ops).err().map(|d| d.id) == id
+    }));
+    let divergence = diverges(defect, &sequence).or(found);
+    let Some(divergence) = divergence else {
+        panic!("{defect}: the shrunk sequence passed five replays:\n{shrunk}");
+    };
+    (sequence, divergence)
+}
+
+/// The RET-4 mutant: dropping a pending completion releases its resources.
+/// The checker finds it and proptest shrinks it to two operations: a
+/// submission, then a drop of its completion, either by the caller (RET-4)
+/// or inside `wait_bounded`, which consumes and drops the completion after
+/// handing the live work to quarantine (CAN-6: the defect breaks both).
+#[test]
+fn mutant_drop_releases_pending_shrinks_to_a_minimal_sequence() {
+    let defect = Defect::DropReleasesPending;
+    let (sequence, divergence) = shrunk_failure(defect, 256);
+    println!("{defect}, shrunk:\n{sequence}\n  -> {divergence}");
+    assert!(
+        matches!(divergence.id, Some("RET-4" | "CAN-6")),
+        "{divergence}"
+    );
+    assert!(
+        sequence.len() <= 2,
+        "expected two operations, shrunk to:\n{sequence}"
+    );
+    let dropped = vec![
+        Op::Submit {
+            work: Work::LocalDependencies,
+            lane: 0,
+            fault: false,
+        },
+        Op::DropCompletion { sub: 0 },
+    ];
+    let divergence = run_mutant(defect, &dropped).expect_err("the drop must diverge");
+    println!(
+        "{defect}, dropped by the caller:\n{}\n  -> {divergence}",
+        Sequence(dropped)
+    );
+    assert_eq!(divergence.id, Some("RET-4"), "{divergence}");
+}
+
+/// Further mutants the sequence model finds, each with the invariant its
+/// divergence must name. (Defects outside the model's reach are proven by
+/// the suites: ones that only hang or slow a call down, need an executor
+/// drop, `resources_releasable`, empty or lazy submissions, special counts,
+/// roots or headers, or a leak the final drain would need seconds to prove.)
+#[test]
+fn mutants_are_found_and_named() {
+    let table = [
+        (Defect::LocalWorkDropsInputs, "RET-1"),
+        (Defect::CollectiveDropsResources, "RET-3"),
+        (Defect::OutputNotRetained, "RET-5"),
+        (Defect::RetainDropsEarly, "RET-6"),
+        (Defect::EarlyCompletion, "EXC-2"),
+        (Defect::NonMonotonicCompletion, "EXC-3"),
+        (Defect::StaleCompletionQuery, "EXC-5"),
+        (Defect::NonStickyError, "EXC-6"),
+        (Defect::ErrorReleases, "EXC-7"),
+        (Defect::CompletedAtDeadline, "CAN-1"),
+        (Defect::EarlyDeadline, "CAN-2"),
+        (Defect::WrongCancellationMode, "CAN-3"),
+        (Defect::NativeCancelErrors, "CAN-4"),
+        (Defect::NativeCancelNoTeardown, "CAN-5"),
+        (Defect::QuarantineDropsLive, "CAN-6"),
+        (Defect::ErrorDropsLive, "CAN-7"),
+        (Defect::DeadlineOverflow, "CAN-8"),
+        (Defect::FailedIsCompleted, "CAN-9"),
+        (Defect::OrderAfterIgnored, "SUB-3"),
+        (Defect::SumSkipsLastMember, "SUM-1"),
+        (Defect::GatherReversed, "GAT-1"),
+        (Defect::BroadcastSums, "BRD-1"),
+        (Defect::BarrierEarly, "BAR-1"),
+    ];
+    let mut wrong = Vec::new();
+    for (defect, id) in table {
+        let started = Instant::now();
+        let (sequence, divergence) = shrunk_failure(defect, 1024);
+        println!(
+            "{defect}: {} op(s) after shrinking, {:?}\n{sequence}\n  -> {divergence}",
+            sequence.len(),
+            started.elapsed()
+        );
+        if divergence.id != Some(id) {
+            wrong.push(format!("{defect}: expected {id}, got {divergence}"));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// Operations per second of the sequence model against the CPU backend
+/// (printed, never asserted: speed is not a verdict).
+#[test]
+fn sequence_model_throughput() {
+    let seed = seed();
+    let mut generator = runner(1, seed);
+    let strategy = sequence_strategy(48);
+    let sequences: Vec<Sequence> = (0..200)
+        .filter_map(|_| {
+            strategy
+                .new_tree(&mut generator)
+                .ok()
+                .map(|tree| tree.current())
+        })
+        .collect();
+    let started = Instant::now();
+    let mut stats = Stats::default();
+    for sequence in &sequences {
+        let one = replay(sequence.to_vec()).unwrap_or_else(|d| panic!("{d}\n{sequence}"));
+        stats.executed += one.executed;
+        stats.skipped += one.skipped;
+    }
+    let elapsed = started.elapsed().max(Duration::from_micros(1));
+    let all = stats.executed + stats.skipped;
+    println!(
+        "sequence model throughput (seed {seed}): {} sequences, {} operations ({} executed, {} skipped) in {elapsed:?}: \
+         {:.0} ops/s, {:.0} executed ops/s",
+        sequences.len(),
+        all,
+        stats.executed,
+        stats.skipped,
+        all as f64 / elapsed.as_secs_f64(),
+        stats.executed as f64 / elapsed.as_secs_f64(),
+    );
+}
