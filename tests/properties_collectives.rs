@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use commcheck::{Check, Finding, RankCtx};
 use commcheck_cpu::{CpuBackend, CpuCompletion, CpuTensor};
 use commcheck_reference::cpu::CpuHarness;
-use eredu_core::Completion;
+use eredu_core::{Completion, Submission};
 use eredu_runtime::backend::{
     EvenGatherBackend, SumReductionBackend, UnevenGatherBackend, VariableAllToAllBackend,
 };
@@ -119,6 +119,19 @@ fn wait(completion: &CpuCompletion, what: &str, late: usize) -> Check {
     }
 }
 
+/// Submits in turn (`late` last) and waits (bounded) for success; the output.
+fn output_in_turn<E: std::fmt::Display>(
+    ctx: &Ctx<'_>,
+    late: usize,
+    operation: &str,
+    submit: impl FnOnce() -> Result<Submission<CpuTensor, CpuCompletion>, E>,
+) -> Result<CpuTensor, Finding> {
+    let submission = in_turn(ctx, late, submit)?
+        .map_err(|e| violation(format!("{operation} submission failed: {e}")))?;
+    wait(&submission.completion, operation, late)?;
+    Ok(submission.output)
+}
+
 /// Compares an output's shape and bits with the reference.
 fn compare(
     ctx: &Ctx<'_>,
@@ -185,15 +198,13 @@ fn sum_script(instance: Sum) -> impl Fn(&Ctx<'_>) -> Check + Send + Sync + 'stat
         } = instance;
         let len = shape.iter().product();
         let input = ctx.tensor(&values(ctx.rank(), len), shape)?;
-        let submission = in_turn(ctx, late, || {
+        let output = output_in_turn(ctx, late, "all_reduce_sum", || {
             CpuBackend::all_reduce_sum(input, ctx.group(), ctx.executor())
-        })?
-        .map_err(|e| violation(format!("all_reduce_sum submission failed: {e}")))?;
-        wait(&submission.completion, "all_reduce_sum", late)?;
+        })?;
         let expected: Vec<f32> = (0..len)
             .map(|i| (0..ranks).map(|r| value(r, i)).sum())
             .collect();
-        compare(ctx, "all_reduce_sum", &submission.output, shape, &expected)
+        compare(ctx, "all_reduce_sum", &output, shape, &expected)
     }
 }
 
@@ -252,15 +263,13 @@ fn gather_script(
         } else {
             "all_gather_uneven"
         };
-        let submission = in_turn(ctx, late, || {
+        let output = output_in_turn(ctx, late, operation, || {
             if even {
                 CpuBackend::all_gather_even(input, axis, ctx.group(), ctx.executor())
             } else {
                 CpuBackend::all_gather_uneven(input, counts, axis, ctx.group(), ctx.executor())
             }
-        })?
-        .map_err(|e| violation(format!("{operation} submission failed: {e}")))?;
-        wait(&submission.completion, operation, late)?;
+        })?;
         let blocks: Vec<(Vec<f32>, usize)> = (0..ranks)
             .map(|member| {
                 (
@@ -273,7 +282,7 @@ fn gather_script(
         compare(
             ctx,
             operation,
-            &submission.output,
+            &output,
             &with_extent(shape, axis, total),
             &concat(shape, axis, &blocks),
         )
@@ -342,11 +351,9 @@ fn all_to_all_script(instance: AllToAll) -> impl Fn(&Ctx<'_>) -> Check + Send + 
         let counts = CommunicationPeerCounts::new(matrix[me].clone(), receive.clone(), ranks)
             .map_err(|e| Finding::Harness(e.to_string()))?;
         let input = ctx.tensor(&input_of(me), &shape_of(me))?;
-        let submission = in_turn(ctx, late, || {
+        let output = output_in_turn(ctx, late, "variable_all_to_all", || {
             CpuBackend::variable_all_to_all(input, &counts, axis, ctx.group(), ctx.executor())
-        })?
-        .map_err(|e| violation(format!("variable_all_to_all submission failed: {e}")))?;
-        wait(&submission.completion, "variable_all_to_all", late)?;
+        })?;
         let blocks: Vec<(Vec<f32>, usize)> = (0..ranks)
             .map(|peer| {
                 let offset = matrix[peer][..me].iter().sum();
@@ -361,7 +368,7 @@ fn all_to_all_script(instance: AllToAll) -> impl Fn(&Ctx<'_>) -> Check + Send + 
         compare(
             ctx,
             "variable_all_to_all",
-            &submission.output,
+            &output,
             &with_extent(shape, axis, total),
             &concat(shape, axis, &blocks),
         )

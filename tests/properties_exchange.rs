@@ -53,14 +53,27 @@ fn wait(completion: &CpuCompletion, what: &str) -> Check {
     }
 }
 
-/// The member that joins last waits until every other member submitted.
-fn join_last(ctx: Ctx<'_, '_>, late: usize, tag: &str) -> Check {
-    for peer in (0..ctx.size()).filter(|&peer| peer != late) {
-        if !ctx.await_signal(&format!("{tag}-{peer}"), WAIT) {
-            return Err(violation(format!("{tag}: rank {peer} never submitted")));
+/// Submits in turn: the `late` member only once every other member has
+/// submitted, each of them first running `early` on its submission.
+fn in_turn<T>(
+    ctx: Ctx<'_, '_>,
+    late: usize,
+    tag: &str,
+    submit: impl FnOnce() -> Result<T, Finding>,
+    early: impl FnOnce(&T) -> Check,
+) -> Result<T, Finding> {
+    if ctx.rank() == late {
+        for peer in (0..ctx.size()).filter(|&peer| peer != late) {
+            if !ctx.await_signal(&format!("{tag}-{peer}"), WAIT) {
+                return Err(violation(format!("{tag}: rank {peer} never submitted")));
+            }
         }
+        return submit();
     }
-    Ok(())
+    let submitted = submit()?;
+    early(&submitted)?;
+    ctx.signal(&format!("{tag}-{}", ctx.rank()));
+    Ok(submitted)
 }
 
 /// An early member's collective must still be pending: the late one is out.
@@ -246,15 +259,16 @@ fn publication_script(p: Publication) -> impl Fn(Ctx<'_, '_>) -> Check + Send + 
                 .collect()
         };
         let input = ctx.tensor(&input, &p.shape)?;
-        if ctx.rank() == p.late {
-            join_last(ctx, p.late, "broadcast")?;
-        }
-        let submission = CpuBackend::broadcast(input, p.root, ctx.group(), ctx.executor())
-            .map_err(|e| violation(format!("broadcast submission: {e}")))?;
-        if ctx.rank() != p.late {
-            still_pending(&submission.completion, "broadcast", p.late)?;
-            ctx.signal(&format!("broadcast-{}", ctx.rank()));
-        }
+        let submission = in_turn(
+            ctx,
+            p.late,
+            "broadcast",
+            || {
+                CpuBackend::broadcast(input, p.root, ctx.group(), ctx.executor())
+                    .map_err(|e| violation(format!("broadcast submission: {e}")))
+            },
+            |submission| still_pending(&submission.completion, "broadcast", p.late),
+        )?;
         wait(&submission.completion, "broadcast")?;
         let got = ctx.read(&submission.output)?;
         if !same_bits(&got, &expected) {
@@ -297,15 +311,16 @@ fn bad_root_script(b: BadRoot) -> impl Fn(Ctx<'_, '_>) -> Check + Send + Sync + 
 
 fn barrier_script(late: usize) -> impl Fn(Ctx<'_, '_>) -> Check + Send + Sync + 'static {
     move |ctx| {
-        if ctx.rank() == late {
-            join_last(ctx, late, "barrier")?;
-        }
-        let completion = CpuBackend::barrier(ctx.group(), ctx.executor())
-            .map_err(|e| violation(format!("barrier submission: {e}")))?;
-        if ctx.rank() != late {
-            still_pending(&completion, "barrier", late)?;
-            ctx.signal(&format!("barrier-{}", ctx.rank()));
-        }
+        let completion = in_turn(
+            ctx,
+            late,
+            "barrier",
+            || {
+                CpuBackend::barrier(ctx.group(), ctx.executor())
+                    .map_err(|e| violation(format!("barrier submission: {e}")))
+            },
+            |completion| still_pending(completion, "barrier", late),
+        )?;
         wait(&completion, "barrier")
     }
 }
@@ -329,15 +344,17 @@ fn agreement() -> impl Strategy<Value = Agreement> {
 
 fn agreement_script(a: Agreement) -> impl Fn(Ctx<'_, '_>) -> Check + Send + Sync + 'static {
     move |ctx| {
-        if ctx.rank() == a.late {
-            join_last(ctx, a.late, "agree")?;
-        }
-        let submission =
-            CpuBackend::agree_success(a.statuses[ctx.rank()], ctx.group(), ctx.executor())
-                .map_err(|e| violation(format!("agree_success submission: {e}")))?;
-        if ctx.rank() != a.late {
-            ctx.signal(&format!("agree-{}", ctx.rank()));
-        }
+        let status = a.statuses[ctx.rank()];
+        let submission = in_turn(
+            ctx,
+            a.late,
+            "agree",
+            || {
+                CpuBackend::agree_success(status, ctx.group(), ctx.executor())
+                    .map_err(|e| violation(format!("agree_success submission: {e}")))
+            },
+            |_| Ok(()),
+        )?;
         wait(&submission.completion, "agree_success")?;
         let agreed = CpuBackend::resolve_failure_agreement(submission.output)
             .map_err(|e| violation(format!("resolve_failure_agreement: {e}")))?;

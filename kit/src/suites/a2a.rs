@@ -9,18 +9,16 @@
 //! last member has joined (checked after [`slack::SETTLE`], hence a timing
 //! row). Counts for another group size are an error on every rank.
 //!
-//! Inputs are exact (see [`super::sum::exact`]); each step picks, from the
+//! Inputs are exact (see [`super::exact`]); each step picks, from the
 //! case's seed, the counts and the member that joins last; every wait is
-//! bounded.
+//! bounded (see [`super::choreography`]).
 
 use eredu_core::Completion;
 use eredu_runtime::backend::VariableAllToAllBackend;
 use eredu_runtime::CommunicationPeerCounts;
 
-use super::sum::exact::{
-    check_output, concat, expect_error, finish_within, in_turn, in_turn_then, pick, run, slice,
-    values, with_extent, Flow, Owned, LATE,
-};
+use super::choreography::{expect_error, in_turn, in_turn_then, late_member, output_of, run, Flow};
+use super::exact::{check_output, concat, pick, slice, values, with_extent};
 use super::{needs, settle};
 use crate::case::{Body, Row};
 use crate::check::{slack, Check, Finding};
@@ -132,7 +130,7 @@ fn plan(
     size: usize,
     (base, axis, zeros): (&'static [usize], usize, Zeros),
 ) -> Plan<'static> {
-    let late = pick(seed, &[step, LATE], size);
+    let late = late_member(seed, step, size);
     let zero = match zeros {
         Zeros::One if size > 1 => Some((late + 1 + pick(seed, &[step, ZERO], size - 1)) % size),
         _ => None,
@@ -189,9 +187,8 @@ where
     let (axis, late) = (plan.axis, plan.late);
     let counts = CommunicationPeerCounts::new(send.clone(), receive.clone(), size)
         .map_err(|e| Finding::Harness(format!("peer counts: {e}")))?;
-    let input = ctx.tensor(&plan.input(seed, rank), &plan.shape(rank))?;
     // The caller keeps a handle: retention is RET-3's subject, not this one's.
-    let kept = input.clone();
+    let input = ctx.tensor(&plan.input(seed, rank), &plan.shape(rank))?;
     let what = || {
         format!(
             "variable_all_to_all on axis {axis} with send {send:?} and receive {receive:?}, rank \
@@ -203,7 +200,15 @@ where
         ctx,
         &format!("a2a-1/{}", plan.step),
         late,
-        || Backend::<H>::variable_all_to_all(input, &counts, axis, ctx.group(), ctx.executor()),
+        || {
+            Backend::<H>::variable_all_to_all(
+                input.clone(),
+                &counts,
+                axis,
+                ctx.group(),
+                ctx.executor(),
+            )
+        },
         |submitted| match submitted {
             Ok(submission) if must_wait(plan, rank, all_zero) => {
                 still_pending(&submission.completion, &what)
@@ -211,8 +216,7 @@ where
             _ => Ok(()),
         },
     )?;
-    let submission = submitted.map_err(|e| violation!("{}: submission failed: {e}", what()))?;
-    finish_within(ctx, &what, Owned::new(submission.completion))?;
+    let output = output_of(ctx, &what, submitted)?;
     check_output(
         ctx,
         || {
@@ -221,11 +225,10 @@ where
                 what()
             )
         },
-        &submission.output,
+        &output,
         &with_extent(plan.base, axis, receive.iter().sum()),
         &plan.expected(seed, rank),
     )?;
-    drop(kept);
     Ok(())
 }
 
@@ -259,13 +262,13 @@ where
     Backend<H>: VariableAllToAllBackend,
 {
     let (seed, size, rank) = (ctx.seed(), ctx.size(), ctx.rank());
-    let late = pick(seed, &[step, LATE], size);
+    let late = late_member(seed, step, size);
     let counts = CommunicationPeerCounts::new(vec![0; size + 1], vec![0; size + 1], size + 1)
         .map_err(|e| Finding::Harness(format!("peer counts: {e}")))?;
+    // The caller keeps a handle: retention is RET-3's subject, not this one's.
     let input = ctx.tensor(&[], &[0, 2])?;
-    let kept = input.clone();
     let submitted = in_turn(ctx, &format!("a2a-1/{step}"), late, || {
-        Backend::<H>::variable_all_to_all(input, &counts, 0, ctx.group(), ctx.executor())
+        Backend::<H>::variable_all_to_all(input.clone(), &counts, 0, ctx.group(), ctx.executor())
     })?;
     expect_error(
         ctx,
@@ -277,7 +280,5 @@ where
             )
         },
         submitted,
-    )?;
-    drop(kept);
-    Ok(())
+    )
 }

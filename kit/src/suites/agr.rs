@@ -15,12 +15,13 @@ use std::time::{Duration, Instant};
 
 use eredu_runtime::backend::FailureAgreementBackend;
 
-use super::needs;
+use super::choreography::{await_members, rendezvous};
+use super::{handle_and_output, must_complete, needs, violations};
 use crate::case::{Body, Row};
 use crate::check::{slack, Check, Finding};
 use crate::claims::Operation;
 use crate::harness::{Backend, Harness};
-use crate::matrix::{wait_within, Handle, Subject};
+use crate::matrix::{Handle, Subject};
 use crate::world::RankCtx;
 
 /// The backend's agreement output.
@@ -72,12 +73,7 @@ where
     Backend<H>: FailureAgreementBackend,
 {
     Backend::<H>::agree_success(status, ctx.group(), ctx.executor())
-        .map(|submission| {
-            (
-                Handle::Communication(submission.completion),
-                submission.output,
-            )
-        })
+        .map(handle_and_output::<H, _>)
         .map_err(|e| {
             Finding::Violation(format!(
                 "agree_success({status}) on rank {}: submission failed: {e}",
@@ -96,11 +92,8 @@ fn complete<H: Harness>(
 where
     Backend<H>: FailureAgreementBackend,
 {
-    wait_within(completion, slack::RELEASE).map_err(|error| {
-        Finding::Violation(format!(
-            "{what} on rank {}: did not complete: {error}",
-            ctx.rank()
-        ))
+    must_complete(completion, || {
+        format!("{what} on rank {}: did not complete", ctx.rank())
     })?;
     Backend::<H>::resolve_failure_agreement(output).map_err(|e| {
         Finding::Violation(format!(
@@ -129,11 +122,7 @@ where
             ));
         }
     }
-    if wrong.is_empty() {
-        Ok(())
-    } else {
-        Err(Finding::Violation(wrong.join("; ")))
-    }
+    violations(wrong)
 }
 
 /// The signal a member raises once its own `agree_success` call returned.
@@ -174,14 +163,12 @@ where
     let expected = late % 2 == 0;
     let status = expected || ctx.rank() != late;
     if ctx.rank() == late {
-        for peer in (0..ctx.size()).filter(|&peer| peer != late) {
-            if !ctx.await_signal(&submitted(late, peer), slack::RELEASE) {
-                return Err(Finding::Violation(format!(
-                    "agree_success, member {late} late: rank {peer}'s call did not return within {:?}",
-                    slack::RELEASE
-                )));
-            }
-        }
+        await_members(ctx, late, |peer| submitted(late, peer)).map_err(|peer| {
+            Finding::Violation(format!(
+                "agree_success, member {late} late: rank {peer}'s call did not return within {:?}",
+                slack::RELEASE
+            ))
+        })?;
     }
     let what = format!(
         "agree_success({status}) on rank {} with member {late} late",
@@ -192,8 +179,7 @@ where
     let took = start.elapsed();
     ctx.signal(&submitted(late, ctx.rank()));
     let (completion, output) = submission?;
-    wait_within(&completion, slack::RELEASE)
-        .map_err(|error| Finding::Violation(format!("{what}: did not complete: {error}")))?;
+    must_complete(&completion, || format!("{what}: did not complete"))?;
     if took > slack::PROMPT {
         return Err(Finding::Violation(format!(
             "{what}: the call took {took:?}, more than {:?} (it must return without waiting for peers)",
@@ -212,20 +198,6 @@ where
     let outcome = resolves_promptly(ctx, output, expected, &what);
     ctx.signal(&resolved(ctx.rank()));
     outcome
-}
-
-/// A host-side barrier of the rank threads (no backend work involved).
-fn rendezvous<H: Harness>(ctx: &RankCtx<'_, H>, tag: &str) -> Check {
-    ctx.signal(&format!("{tag}-{}", ctx.rank()));
-    for peer in 0..ctx.size() {
-        if !ctx.await_signal(&format!("{tag}-{peer}"), slack::RELEASE) {
-            return Err(Finding::Violation(format!(
-                "rank {peer} did not reach `{tag}` within {:?} (its own finding says why)",
-                slack::RELEASE
-            )));
-        }
-    }
-    Ok(())
 }
 
 /// `resolve_failure_agreement` after completion: no other submission, an

@@ -9,12 +9,13 @@ use std::time::Instant;
 
 use eredu_runtime::backend::BarrierBackend;
 
-use super::needs;
+use super::choreography::await_members;
+use super::{must_complete, needs, violations};
 use crate::case::{Body, Row};
 use crate::check::{slack, Check, Finding};
 use crate::claims::Operation;
 use crate::harness::{Backend, Harness};
-use crate::matrix::{wait_within, Handle, Subject};
+use crate::matrix::{Handle, Subject};
 use crate::world::RankCtx;
 
 pub(crate) fn rows<H: Harness>() -> Vec<Row<H>>
@@ -55,11 +56,7 @@ where
             early.push(message);
         }
     }
-    if early.is_empty() {
-        Ok(())
-    } else {
-        Err(Finding::Violation(early.join("; ")))
-    }
+    violations(early)
 }
 
 /// Submits this member's barrier, or reports the failure.
@@ -101,10 +98,8 @@ where
         Watch::Early(message) => return Ok(Err(message)),
         Watch::Failed(message) => return Err(Finding::Violation(message)),
     }
-    wait_within(&completion, slack::RELEASE).map_err(|error| {
-        Finding::Violation(format!(
-            "{what}: did not complete after the late member {late} entered: {error}"
-        ))
+    must_complete(&completion, || {
+        format!("{what}: did not complete after the late member {late} entered")
     })?;
     Ok(Ok(()))
 }
@@ -144,19 +139,17 @@ fn enter_late<H: Harness>(ctx: &RankCtx<'_, H>, late: usize) -> Check
 where
     Backend<H>: BarrierBackend,
 {
-    for peer in (0..ctx.size()).filter(|&peer| peer != late) {
-        if !ctx.await_signal(&watched(late, peer), slack::RELEASE) {
-            return Err(Finding::Violation(format!(
-                "barrier, late member {late}: rank {peer} did not submit and watch its barrier within {:?} (its own finding says why)",
-                slack::RELEASE
-            )));
-        }
-    }
-    let completion = enter(ctx, late)?;
-    wait_within(&completion, slack::RELEASE).map_err(|error| {
+    await_members(ctx, late, |peer| watched(late, peer)).map_err(|peer| {
         Finding::Violation(format!(
-            "barrier on rank {late} (the late member) in a group of {}: did not complete after every member entered: {error}",
-            ctx.size()
+            "barrier, late member {late}: rank {peer} did not submit and watch its barrier within {:?} (its own finding says why)",
+            slack::RELEASE
         ))
+    })?;
+    let completion = enter(ctx, late)?;
+    must_complete(&completion, || {
+        format!(
+            "barrier on rank {late} (the late member) in a group of {}: did not complete after every member entered",
+            ctx.size()
+        )
     })
 }

@@ -8,12 +8,13 @@
 
 use eredu_runtime::backend::BroadcastBackend;
 
-use super::needs;
+use super::exact::{differs, mix_two as mix, Differs};
+use super::{handle_and_output, must_complete, needs, poll, violations, Polled};
 use crate::case::{Body, Row};
 use crate::check::{slack, Check, Finding};
 use crate::claims::Operation;
 use crate::harness::{Backend, Harness, Tensor};
-use crate::matrix::{wait_within, Handle, Subject};
+use crate::matrix::Subject;
 use crate::world::RankCtx;
 
 fn broadcast(subject: Subject) -> bool {
@@ -46,15 +47,6 @@ where
             },
         },
     ]
-}
-
-/// SplitMix64: the case's randomness, derived from its seed.
-fn mix(seed: u64, a: u64, b: u64) -> u64 {
-    let mut z =
-        seed ^ a.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ b.wrapping_mul(0xd1b5_4a32_d192_ed69);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
 }
 
 /// Shapes a broadcast carries, empty and one-element ones included.
@@ -112,15 +104,6 @@ fn garbage(seed: u64, rank: usize, len: usize) -> Vec<f32> {
     (0..len).map(|i| pool[(i + rank) % pool.len()]).collect()
 }
 
-/// Bit-exact equality (NaN payloads and signed zeros included).
-fn same_bits(got: &[f32], expected: &[f32]) -> bool {
-    got.len() == expected.len()
-        && got
-            .iter()
-            .zip(expected)
-            .all(|(a, b)| a.to_bits() == b.to_bits())
-}
-
 /// BRD-1: with every member as the root in turn, every member's output has
 /// the root's shape and exactly the root's values, although non-roots pass
 /// placeholders full of NaN, ±Inf and garbage.
@@ -128,7 +111,7 @@ fn every_member_gets_the_roots_input<H: Harness>(ctx: &RankCtx<'_, H>) -> Check
 where
     Backend<H>: BroadcastBackend,
 {
-    let mut violations = Vec::new();
+    let mut wrong = Vec::new();
     for (index, round) in rounds(ctx.seed(), ctx.size()).iter().enumerate() {
         let len = round.shape.iter().product();
         let expected = root_values(ctx.seed(), index, len);
@@ -139,14 +122,10 @@ where
         };
         let output = broadcast_once(ctx, round, ctx.tensor(&values, &round.shape)?)?;
         if let Err(message) = matches_root(ctx, round, &output, &expected)? {
-            violations.push(message);
+            wrong.push(message);
         }
     }
-    if violations.is_empty() {
-        Ok(())
-    } else {
-        Err(Finding::Violation(violations.join("; ")))
-    }
+    violations(wrong)
 }
 
 /// Submits one broadcast and waits (bounded) for it; returns the output.
@@ -165,12 +144,12 @@ where
         ctx.size(),
         ctx.rank()
     );
-    let submission = Backend::<H>::broadcast(input, round.root, ctx.group(), ctx.executor())
-        .map_err(|e| Finding::Violation(format!("{what}: submission failed: {e}")))?;
-    let completion = Handle::<H>::Communication(submission.completion);
-    wait_within(&completion, slack::RELEASE)
-        .map_err(|error| Finding::Violation(format!("{what}: did not complete: {error}")))?;
-    Ok(submission.output)
+    let (completion, output) =
+        Backend::<H>::broadcast(input, round.root, ctx.group(), ctx.executor())
+            .map(handle_and_output::<H, _>)
+            .map_err(|e| Finding::Violation(format!("{what}: submission failed: {e}")))?;
+    must_complete(&completion, || format!("{what}: did not complete"))?;
+    Ok(output)
 }
 
 /// `Ok(Err(message))` when the output differs from the root's input.
@@ -186,21 +165,16 @@ fn matches_root<H: Harness>(
         ctx.size(),
         ctx.rank()
     );
-    let shape = <Tensor<H> as eredu_nn::Tensor>::shape(output);
-    let want: Vec<i32> = round.shape.iter().map(|&d| d as i32).collect();
-    if shape != want.as_slice() {
-        return Ok(Err(format!(
-            "{what}: output shape {shape:?}, expected the root's {want:?}"
-        )));
-    }
-    let got = ctx.read(output)?;
-    if same_bits(&got, expected) {
-        Ok(Ok(()))
-    } else {
-        Ok(Err(format!(
+    Ok(match differs(ctx, output, &round.shape, expected)? {
+        None => Ok(()),
+        Some(Differs::Shape(shape)) => Err(format!(
+            "{what}: output shape {shape:?}, expected the root's {:?}",
+            round.shape
+        )),
+        Some(Differs::Values(got)) => Err(format!(
             "{what}: output {got:?}, expected the root's input {expected:?} bit for bit"
-        )))
-    }
+        )),
+    })
 }
 
 /// BRD-2: every member names the same out-of-range root (the group size, a
@@ -222,16 +196,16 @@ where
         else {
             continue;
         };
-        let completion = Handle::<H>::Communication(submission.completion);
-        match ended(&completion) {
-            Ended::Failed => {}
-            Ended::Completed => {
-                let output = ctx.read(&submission.output).map_or_else(|e| format!("unreadable: {e:?}"), |v| format!("{v:?}"));
+        let (completion, output) = handle_and_output::<H, _>(submission);
+        match poll(&completion, slack::RELEASE) {
+            Polled::Error(_) => {}
+            Polled::Complete => {
+                let output = ctx.read(&output).map_or_else(|e| format!("unreadable: {e:?}"), |v| format!("{v:?}"));
                 return Err(Finding::Violation(format!(
                     "{what}: completed with output {output}, expected an error (at submission or from the completion)"
                 )));
             }
-            Ended::Pending => {
+            Polled::Pending => {
                 return Err(Finding::Violation(format!(
                     "{what}: accepted, then still pending after {:?} with every member submitted: a hang, expected an error",
                     slack::RELEASE
@@ -240,24 +214,4 @@ where
         }
     }
     Ok(())
-}
-
-/// How a completion ended within [`slack::RELEASE`].
-enum Ended {
-    Completed,
-    Failed,
-    Pending,
-}
-
-/// Polls `completion` (never blocking) until it ends or the limit passes.
-fn ended<H: Harness>(completion: &Handle<H>) -> Ended {
-    let start = std::time::Instant::now();
-    loop {
-        match completion.is_complete() {
-            Ok(true) => return Ended::Completed,
-            Err(_) => return Ended::Failed,
-            Ok(false) if start.elapsed() >= slack::RELEASE => return Ended::Pending,
-            Ok(false) => std::thread::sleep(std::time::Duration::from_millis(1)),
-        }
-    }
 }

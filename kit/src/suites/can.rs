@@ -23,18 +23,14 @@
 
 use std::time::{Duration, Instant};
 
-use eredu_core::{
-    BoundedCompletion, BoundedCompletionOutcome, BoundedCompletionWait, CompletionCancellationMode,
-};
+use eredu_core::{BoundedCompletionOutcome, BoundedCompletionWait, CompletionCancellationMode};
 use eredu_runtime::backend::{CommunicationBackend, SubmissionBackend};
 
-use super::{bounded, needs, settle, with_hold};
+use super::{bounded, must_complete, needs, settle, supported, take_probes, with_hold};
 use crate::case::{Body, Row};
 use crate::check::{ensure, eventually, slack, Check, Finding};
-use crate::harness::{
-    Backend, CommCompletion, Harness, HoldGuard, Ledger, Observer, Probe, Tensor, WorkState,
-};
-use crate::matrix::{wait_within, Driver, Handle, Pending, PendingVia, Subject};
+use crate::harness::{Backend, Harness, HoldGuard, Ledger, Observer, Probe, Tensor, WorkState};
+use crate::matrix::{Driver, Handle, Pending, PendingVia, Subject};
 use crate::world::RankCtx;
 
 use BoundedCompletionOutcome::{Completed, DeadlineExceeded};
@@ -119,11 +115,6 @@ pub(crate) fn rows<H: Harness>() -> Vec<Row<H>> {
 // ---------------------------------------------------------------------------
 // Modes and policies.
 
-/// `supports_cancellation` of the backend's communication completion.
-fn supported<H: Harness>(mode: CompletionCancellationMode) -> bool {
-    <CommCompletion<H> as BoundedCompletion>::supports_cancellation(mode)
-}
-
 fn policy(
     timeout: Duration,
     mode: CompletionCancellationMode,
@@ -183,6 +174,15 @@ fn describe(outcome: &Outcome) -> String {
     }
 }
 
+/// A timeout as messages show it (`Duration::MAX` by name).
+fn shown(timeout: Duration) -> String {
+    if timeout == Duration::MAX {
+        "Duration::MAX".into()
+    } else {
+        format!("{timeout:?}")
+    }
+}
+
 // ---------------------------------------------------------------------------
 // Rounds: one pending submission whose completion is waited on with a bound.
 
@@ -233,8 +233,7 @@ impl<'c, 'w, H: Harness> Round<'c, 'w, H> {
             None
         };
         let mut pending = driver.pending(ctx)?;
-        let mut probes = std::mem::take(&mut pending.submitted.input_probes);
-        probes.append(&mut pending.submitted.output_probes);
+        let probes = take_probes(&mut pending.submitted);
         // The caller keeps no handle on the outputs either.
         drop(pending.submitted.verify.take());
         let observer = ctx
@@ -269,11 +268,8 @@ impl<'c, 'w, H: Harness> Round<'c, 'w, H> {
     /// Releases the work and waits (bounded) until it completed.
     fn complete_before_waiting(&mut self) -> Check {
         self.release();
-        wait_within(self.completion()?, slack::RELEASE).map_err(|error| {
-            Finding::Violation(format!(
-                "{}: released work did not complete: {error}",
-                self.subject
-            ))
+        must_complete(self.completion()?, || {
+            format!("{}: released work did not complete", self.subject)
         })
     }
 
@@ -374,12 +370,68 @@ fn stand_in<H: Harness>(ctx: &RankCtx<'_, H>) -> Result<Handle<H>, Finding> {
                 "setup: submit of one materialised value failed: {error}"
             ))
         })?;
-    wait_within(&completion, slack::RELEASE).map_err(|error| {
-        Finding::Violation(format!(
-            "setup: submit of one materialised value did not complete: {error}"
-        ))
+    must_complete(&completion, || {
+        "setup: submit of one materialised value did not complete".into()
     })?;
     Ok(completion)
+}
+
+/// Waits with `wait_bounded(timeout, mode)` on fresh pending work (first
+/// given time to start if the timeout is shorter than [`slack::SETTLE`]),
+/// then disposes of the round; the outcome and how long the call took.
+fn wait_on_pending<'c, 'w, H: Harness>(
+    ctx: &'c RankCtx<'w, H>,
+    driver: Driver<H>,
+    timeout: Duration,
+    mode: CompletionCancellationMode,
+    kept: &mut Vec<Round<'c, 'w, H>>,
+) -> Result<(Outcome, Duration), Finding> {
+    let mut round = Round::start(ctx, driver, Setup::default())?;
+    round.let_start(timeout);
+    let waited = round.wait_bounded(timeout, mode)?;
+    round.dispose(mode, kept)?;
+    Ok(waited)
+}
+
+/// How work came to be finished before `wait_bounded` was called on it.
+#[derive(Clone, Copy)]
+enum Finished {
+    /// It was released and completed before the call.
+    BeforeTheCall,
+    /// Its late peers were released just before the call (late-peer
+    /// subjects only: held work could never be released during the wait).
+    JustReleased,
+}
+
+/// CAN-1, CAN-8: `wait_bounded(timeout, mode)` on work that has finished
+/// (or, `JustReleased`, is about to) yields `Ok(Completed)`.
+fn finished_work_yields_completed<H: Harness>(
+    ctx: &RankCtx<'_, H>,
+    driver: Driver<H>,
+    timeout: Duration,
+    mode: CompletionCancellationMode,
+    finished: Finished,
+) -> Check {
+    let mut round = Round::start(ctx, driver, Setup::default())?;
+    let work = match finished {
+        Finished::BeforeTheCall => {
+            round.complete_before_waiting()?;
+            "work that had completed before the call"
+        }
+        Finished::JustReleased => {
+            round.release();
+            "work whose late peers were just released"
+        }
+    };
+    let (outcome, _) = round.wait_bounded(timeout, mode)?;
+    ensure(matches!(outcome, Ok(Completed)), || {
+        format!(
+            "{}: wait_bounded({}, {mode:?}) on {work} yielded {}, expected Ok(Completed)",
+            driver.subject,
+            shown(timeout),
+            describe(&outcome)
+        )
+    })
 }
 
 /// On late-peer subjects, completes one round with the peers first, for
@@ -570,10 +622,8 @@ fn check_disposition<'c, 'w, H: Harness>(
 fn completion_is_reported_exactly<H: Harness>(ctx: &RankCtx<'_, H>, driver: Driver<H>) -> Check {
     let mut kept = Vec::new();
     each_mode::<H>(|mode| {
-        finished_work_is_completed(ctx, driver, mode)?;
-        let mut round = Round::start(ctx, driver, Setup::default())?;
-        let (outcome, _) = round.wait_bounded(slack::DEADLINE, mode)?;
-        round.dispose(mode, &mut kept)?;
+        finished_work_yields_completed(ctx, driver, slack::RELEASE, mode, Finished::BeforeTheCall)?;
+        let (outcome, _) = wait_on_pending(ctx, driver, slack::DEADLINE, mode, &mut kept)?;
         ensure(!matches!(outcome, Ok(Completed)), || {
             format!(
                 "{}: wait_bounded({:?}, {mode:?}) on work that had not finished (its hold/late peer was not released) yielded Ok(Completed)",
@@ -581,24 +631,6 @@ fn completion_is_reported_exactly<H: Harness>(ctx: &RankCtx<'_, H>, driver: Driv
                 slack::DEADLINE
             )
         })
-    })
-}
-
-fn finished_work_is_completed<H: Harness>(
-    ctx: &RankCtx<'_, H>,
-    driver: Driver<H>,
-    mode: CompletionCancellationMode,
-) -> Check {
-    let mut round = Round::start(ctx, driver, Setup::default())?;
-    round.complete_before_waiting()?;
-    let (outcome, _) = round.wait_bounded(slack::RELEASE, mode)?;
-    ensure(matches!(outcome, Ok(Completed)), || {
-        format!(
-            "{}: work that had completed before the call yielded {} from wait_bounded({:?}, {mode:?}), expected Ok(Completed)",
-            driver.subject,
-            describe(&outcome),
-            slack::RELEASE
-        )
     })
 }
 
@@ -616,16 +648,11 @@ fn deadline_is_honoured<H: Harness>(ctx: &RankCtx<'_, H>, driver: Driver<H>) -> 
             Quarantine => Duration::ZERO,
             NativeCancel => {
                 let deadline = Duration::from_nanos(1);
-                let mut round = Round::start(ctx, driver, Setup::default())?;
-                round.let_start(deadline);
-                let (_, teardown) = round.wait_bounded(deadline, mode)?;
-                round.dispose(mode, &mut kept)?;
+                let (_, teardown) = wait_on_pending(ctx, driver, deadline, mode, &mut kept)?;
                 teardown
             }
         };
-        let mut round = Round::start(ctx, driver, Setup::default())?;
-        let (outcome, elapsed) = round.wait_bounded(slack::DEADLINE, mode)?;
-        round.dispose(mode, &mut kept)?;
+        let (outcome, elapsed) = wait_on_pending(ctx, driver, slack::DEADLINE, mode, &mut kept)?;
         returns_on_time(driver.subject, mode, &outcome, elapsed, teardown)
     })
 }
@@ -665,9 +692,7 @@ fn returns_on_time(
 fn reported_mode_is_the_policy_mode<H: Harness>(ctx: &RankCtx<'_, H>, driver: Driver<H>) -> Check {
     let mut kept = Vec::new();
     each_mode::<H>(|mode| {
-        let mut round = Round::start(ctx, driver, Setup::default())?;
-        let (outcome, _) = round.wait_bounded(slack::DEADLINE, mode)?;
-        round.dispose(mode, &mut kept)?;
+        let (outcome, _) = wait_on_pending(ctx, driver, slack::DEADLINE, mode, &mut kept)?;
         match outcome {
             Ok(DeadlineExceeded { cancellation }) => ensure(cancellation == mode, || {
                 format!(
@@ -690,9 +715,7 @@ fn reported_mode_is_the_policy_mode<H: Harness>(ctx: &RankCtx<'_, H>, driver: Dr
 fn supported_modes_are_honoured<H: Harness>(ctx: &RankCtx<'_, H>, driver: Driver<H>) -> Check {
     let mut kept = Vec::new();
     each_mode::<H>(|mode| {
-        let mut round = Round::start(ctx, driver, Setup::default())?;
-        let (outcome, _) = round.wait_bounded(slack::DEADLINE, mode)?;
-        round.dispose(mode, &mut kept)?;
+        let (outcome, _) = wait_on_pending(ctx, driver, slack::DEADLINE, mode, &mut kept)?;
         ensure(exceeded(&outcome, mode), || {
             format!(
                 "{}: supports_cancellation({mode:?}) is true, yet wait_bounded({:?}, {mode:?}) on pending work yielded {}, expected Ok(DeadlineExceeded {{ cancellation: {mode:?} }})",
@@ -840,29 +863,12 @@ fn unbounded_deadline_completes<H: Harness>(
     driver: Driver<H>,
     mode: CompletionCancellationMode,
 ) -> Check {
-    let mut round = Round::start(ctx, driver, Setup::default())?;
-    round.complete_before_waiting()?;
-    let (outcome, _) = round.wait_bounded(Duration::MAX, mode)?;
-    ensure(matches!(outcome, Ok(Completed)), || {
-        format!(
-            "{}: wait_bounded(Duration::MAX, {mode:?}) on completed work yielded {}, expected Ok(Completed)",
-            driver.subject,
-            describe(&outcome)
-        )
-    })?;
+    let unbounded = Duration::MAX;
+    finished_work_yields_completed(ctx, driver, unbounded, mode, Finished::BeforeTheCall)?;
     if driver.pending != PendingVia::LatePeer {
         return Ok(());
     }
-    let mut round = Round::start(ctx, driver, Setup::default())?;
-    round.release();
-    let (outcome, _) = round.wait_bounded(Duration::MAX, mode)?;
-    ensure(matches!(outcome, Ok(Completed)), || {
-        format!(
-            "{}: wait_bounded(Duration::MAX, {mode:?}) on work whose late peers were just released yielded {}, expected Ok(Completed)",
-            driver.subject,
-            describe(&outcome)
-        )
-    })
+    finished_work_yields_completed(ctx, driver, unbounded, mode, Finished::JustReleased)
 }
 
 /// CAN-9: work that failed (an injected fault, run to its end) yields `Err`

@@ -14,15 +14,16 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use eredu_core::{BoundedCompletion, BoundedCompletionWait, CompletionCancellationMode};
+use eredu_core::{BoundedCompletionWait, CompletionCancellationMode};
 use eredu_runtime::backend::{CommunicationBackend, SubmissionBackend};
 
-use super::{any_completion, complete, needs, settle, verify_outputs, with_hold};
+use super::{
+    any_completion, complete, fork_one_lane, must_complete, needs, poll, settle, supported,
+    take_completion, take_probes, verify_outputs, with_hold, Polled,
+};
 use crate::case::{Body, Row};
 use crate::check::{ensure, eventually, slack, Check, Finding};
-use crate::harness::{
-    Backend, CommCompletion, Executor, Harness, HoldGuard, Observer, Probe, Tensor, WorkState,
-};
+use crate::harness::{Backend, Executor, Harness, HoldGuard, Observer, Probe, Tensor, WorkState};
 use crate::matrix::{wait_within, Driver, Handle, Pending, PendingVia, Subject};
 use crate::world::RankCtx;
 
@@ -150,50 +151,10 @@ fn wait_succeeds<H: Harness>(completion: &Handle<H>, subject: Subject, when: &st
         .map_err(|error| Finding::Violation(format!("{subject}: wait() {when} failed: {error}")))
 }
 
-/// What polling `is_complete` for an injected fault saw.
-enum Polled {
-    /// The first error, as reported.
-    Error(String),
-    /// `Ok(true)` before any error.
-    Complete,
-    /// Only `Ok(false)` until the limit.
-    Pending,
-}
-
-/// Polls `is_complete` until it reports an error, success, or `limit` passes.
-fn poll_for_error<H: Harness>(completion: &Handle<H>, limit: Duration) -> Polled {
-    let start = Instant::now();
-    loop {
-        match completion.is_complete() {
-            Err(error) => return Polled::Error(error),
-            Ok(true) => return Polled::Complete,
-            Ok(false) if start.elapsed() >= limit => return Polled::Pending,
-            Ok(false) => std::thread::sleep(Duration::from_millis(1)),
-        }
-    }
-}
-
-/// Takes the completion out of a pending submission (to consume it with
-/// `wait_bounded`), leaving a completed, resource-free stand-in.
-fn take_completion<H: Harness>(
-    ctx: &RankCtx<'_, H>,
-    pending: &mut Pending<'_, '_, H>,
-) -> Result<Handle<H>, Finding> {
-    let stand_in = Backend::<H>::submit(ctx.executor(), std::iter::empty())
-        .map(Handle::Plain)
-        .map_err(|e| Finding::Violation(format!("submit with no values failed: {e}")))?;
-    Ok(std::mem::replace(
-        &mut pending.submitted.completion,
-        stand_in,
-    ))
-}
-
 /// A short bounded-wait policy in a mode the completion type supports (used
 /// on terminal work, where the mode does not matter, and for teardown).
 fn supported_policy<H: Harness>() -> Result<BoundedCompletionWait, Finding> {
-    let mode = if <CommCompletion<H> as BoundedCompletion>::supports_cancellation(
-        CompletionCancellationMode::NativeCancel,
-    ) {
+    let mode = if supported::<H>(CompletionCancellationMode::NativeCancel) {
         CompletionCancellationMode::NativeCancel
     } else {
         CompletionCancellationMode::QuarantineUntilComplete
@@ -247,7 +208,7 @@ impl<'c, 'w, H: Harness> Faulted<'c, 'w, H> {
     /// Polls for the injected error while the work is held; `None` when the
     /// backend reports none while held (it may publish it only at the end).
     fn error_while_held(&self, subject: Subject) -> Result<Option<String>, Finding> {
-        match poll_for_error(self.completion(), slack::PROMPT) {
+        match poll(self.completion(), slack::PROMPT) {
             Polled::Error(error) => Ok(Some(error)),
             Polled::Pending => Ok(None),
             Polled::Complete => Err(Finding::Violation(format!(
@@ -407,11 +368,7 @@ fn wait_returns_only_after_completion<H: Harness>(
 /// the subject's work nor its `wait()`. `wait()` is called only once the
 /// observer reports the work completed, so it has nothing left to wait for.
 fn wait_ignores_a_blocked_lane<H: Harness>(ctx: &RankCtx<'_, H>, driver: Driver<H>) -> Check {
-    let mut lanes = Backend::<H>::fork_executors(ctx.executor(), 1)
-        .map_err(|e| Finding::Violation(format!("fork_executors(1) failed: {e}")))?;
-    let lane = lanes
-        .pop()
-        .ok_or_else(|| Finding::Violation("fork_executors(1) returned no executor".into()))?;
+    let lane = fork_one_lane(ctx)?;
     let lane: &Executor<H> = std::borrow::Borrow::borrow(&lane);
     let blocker = ctx.hold(lane)?;
     let input = ctx.tensor(&[1.0, 2.0], &[2])?;
@@ -445,10 +402,8 @@ fn wait_ignores_a_blocked_lane<H: Harness>(ctx: &RankCtx<'_, H>, driver: Driver<
     )?;
     verify_outputs(&mut pending, ctx)?;
     blocker.release();
-    wait_within(&other, slack::RELEASE).map_err(|error| {
-        Finding::Violation(format!(
-            "the submission on the forked lane did not complete once released: {error}"
-        ))
+    must_complete(&other, || {
+        "the submission on the forked lane did not complete once released".into()
     })
 }
 
@@ -538,14 +493,9 @@ fn still_errors<H: Harness>(
 /// handle is dropped after the error, so the completion alone keeps it alive.
 fn an_error_is_not_release<H: Harness>(ctx: &RankCtx<'_, H>, driver: Driver<H>) -> Check {
     let subject = driver.subject;
-    let mut lanes = Backend::<H>::fork_executors(ctx.executor(), 1)
-        .map_err(|e| Finding::Violation(format!("fork_executors(1) failed: {e}")))?;
-    let lane = lanes
-        .pop()
-        .ok_or_else(|| Finding::Violation("fork_executors(1) returned no executor".into()))?;
+    let lane = fork_one_lane(ctx)?;
     let mut faulted = Faulted::submit(ctx, driver, std::borrow::Borrow::borrow(&lane))?;
-    let mut probes = std::mem::take(&mut faulted.pending.submitted.input_probes);
-    probes.append(&mut faulted.pending.submitted.output_probes);
+    let probes = take_probes(&mut faulted.pending.submitted);
     drop(faulted.pending.submitted.verify.take());
     let Some(error) = faulted.error_while_held(subject)? else {
         faulted.release_and_finish(subject)?;

@@ -12,22 +12,22 @@
 //!   extent is their sum, blocks in member order; zero counts are valid; a
 //!   `counts` whose length is not the group size is an error on every rank.
 //!
-//! Inputs are exact (see [`super::sum::exact`]); each step picks, from the
-//! case's seed, the member that joins last; every wait is bounded.
+//! Inputs are exact (see [`super::exact`]); each step picks, from the
+//! case's seed, the member that joins last; every wait is bounded (see
+//! [`super::choreography`]).
 
 use eredu_runtime::backend::{EvenGatherBackend, UnevenGatherBackend};
 
-use super::needs;
-use super::sum::exact::{
-    check_output, concat, expect_error, finish_within, in_turn, pick, run, values, with_extent,
-    Flow, Owned, LATE,
+use super::choreography::{
+    disagreeing_shapes_fail, expect_error, in_turn, late_member, output_of, run, Flow,
 };
+use super::exact::{check_output, concat, pick, values, with_extent};
+use super::needs;
 use crate::case::{Body, Row};
 use crate::check::Check;
 use crate::claims::Operation;
 use crate::harness::{Backend, Harness};
 use crate::matrix::Subject;
-use crate::violation;
 use crate::world::RankCtx;
 
 /// World sizes every GAT case runs on.
@@ -43,6 +43,10 @@ const EVEN: &[(&[usize], usize)] = &[
     (&[0, 3], 0),
     (&[2, 0, 2], 1),
 ];
+
+/// GAT-1 bad input (gathered on axis 0): the shape most members submit, and
+/// the late member's, off the axis and along it.
+const DISAGREEING: &[(&[usize], &[usize])] = &[(&[2, 3], &[2, 4]), (&[2, 3], &[3, 3])];
 
 /// GAT-2 inputs: each member's shape is this one with its own count along
 /// the axis (the placeholder 0 there).
@@ -94,9 +98,14 @@ where
         for (step, (shape, axis)) in (0u64..).zip(EVEN) {
             gather_even_once(ctx, step, shape, *axis)?;
         }
-        if ctx.size() > 1 {
-            even_shapes_disagree(ctx, 100, &[2, 3], &[2, 4])?;
-            even_shapes_disagree(ctx, 101, &[2, 3], &[3, 3])?;
+        if ctx.size() == 1 {
+            return Ok(());
+        }
+        for (step, &shapes) in (100u64..).zip(DISAGREEING) {
+            let call = "all_gather_even on axis 0";
+            disagreeing_shapes_fail(ctx, "gat-1", step, shapes, call, |input| {
+                Backend::<H>::all_gather_even(input, 0, ctx.group(), ctx.executor())
+            })?;
         }
         Ok(())
     })
@@ -113,10 +122,9 @@ where
 {
     let (seed, size, rank) = (ctx.seed(), ctx.size(), ctx.rank());
     let len = shape.iter().product();
-    let late = pick(seed, &[step, LATE], size);
-    let input = ctx.tensor(&values(seed, step, rank, len), shape)?;
+    let late = late_member(seed, step, size);
     // The caller keeps a handle: retention is RET-3's subject, not this one's.
-    let kept = input.clone();
+    let input = ctx.tensor(&values(seed, step, rank, len), shape)?;
     let what = || {
         format!(
             "all_gather_even of shape {shape:?} on axis {axis}, rank {rank} of {size} (member \
@@ -124,10 +132,9 @@ where
         )
     };
     let submitted = in_turn(ctx, &format!("gat-1/{step}"), late, || {
-        Backend::<H>::all_gather_even(input, axis, ctx.group(), ctx.executor())
+        Backend::<H>::all_gather_even(input.clone(), axis, ctx.group(), ctx.executor())
     })?;
-    let submission = submitted.map_err(|e| violation!("{}: submission failed: {e}", what()))?;
-    finish_within(ctx, &what, Owned::new(submission.completion))?;
+    let output = output_of(ctx, &what, submitted)?;
     let extent = shape.get(axis).copied().unwrap_or(0);
     let blocks: Vec<(Vec<f32>, usize)> = (0..size)
         .map(|member| (values(seed, step, member, len), extent))
@@ -140,44 +147,10 @@ where
                 what()
             )
         },
-        &submission.output,
+        &output,
         &with_extent(shape, axis, extent * size),
         &concat(shape, axis, &blocks),
     )?;
-    drop(kept);
-    Ok(())
-}
-
-/// Bad input: the member joining last submits `odd`, the others `shape`
-/// (both gathered on axis 0). Every rank must see an error.
-fn even_shapes_disagree<H: Harness>(
-    ctx: &RankCtx<'_, H>,
-    step: u64,
-    shape: &[usize],
-    odd: &[usize],
-) -> Flow
-where
-    Backend<H>: EvenGatherBackend,
-{
-    let (seed, size, rank) = (ctx.seed(), ctx.size(), ctx.rank());
-    let late = pick(seed, &[step, LATE], size);
-    let mine = if rank == late { odd } else { shape };
-    let input = ctx.tensor(&values(seed, step, rank, mine.iter().product()), mine)?;
-    let kept = input.clone();
-    let submitted = in_turn(ctx, &format!("gat-1/{step}"), late, || {
-        Backend::<H>::all_gather_even(input, 0, ctx.group(), ctx.executor())
-    })?;
-    expect_error(
-        ctx,
-        &|| {
-            format!(
-                "all_gather_even on axis 0 with disagreeing shapes (member {late}, joining last, \
-                 submitted {odd:?}; the others {shape:?}) on rank {rank} of {size}"
-            )
-        },
-        submitted,
-    )?;
-    drop(kept);
     Ok(())
 }
 
@@ -231,12 +204,12 @@ where
     Backend<H>: UnevenGatherBackend,
 {
     let (seed, size, rank) = (ctx.seed(), ctx.size(), ctx.rank());
-    let late = pick(seed, &[step, LATE], size);
+    let late = late_member(seed, step, size);
     let shape_of =
         |member: usize| with_extent(base, axis, counts.get(member).copied().unwrap_or(0));
     let mine = shape_of(rank);
+    // The caller keeps a handle: retention is RET-3's subject, not this one's.
     let input = ctx.tensor(&values(seed, step, rank, mine.iter().product()), &mine)?;
-    let kept = input.clone();
     let what = || {
         format!(
             "all_gather_uneven with counts {counts:?} on axis {axis} (rank {rank} submitted shape \
@@ -244,10 +217,9 @@ where
         )
     };
     let submitted = in_turn(ctx, &format!("gat-2/{step}"), late, || {
-        Backend::<H>::all_gather_uneven(input, counts, axis, ctx.group(), ctx.executor())
+        Backend::<H>::all_gather_uneven(input.clone(), counts, axis, ctx.group(), ctx.executor())
     })?;
-    let submission = submitted.map_err(|e| violation!("{}: submission failed: {e}", what()))?;
-    finish_within(ctx, &what, Owned::new(submission.completion))?;
+    let output = output_of(ctx, &what, submitted)?;
     let blocks: Vec<(Vec<f32>, usize)> = (0..size)
         .map(|member| {
             let len = shape_of(member).iter().product();
@@ -266,11 +238,10 @@ where
                 what()
             )
         },
-        &submission.output,
+        &output,
         &with_extent(base, axis, counts.iter().sum()),
         &concat(base, axis, &blocks),
     )?;
-    drop(kept);
     Ok(())
 }
 
@@ -281,14 +252,14 @@ where
     Backend<H>: UnevenGatherBackend,
 {
     let (seed, size, rank) = (ctx.seed(), ctx.size(), ctx.rank());
-    let late = pick(seed, &[step, LATE], size);
+    let late = late_member(seed, step, size);
     let counts: Vec<usize> = (0..length).map(|member| 1 + member % 2).collect();
     let own = counts.get(rank).copied().unwrap_or(1);
     let shape = [own, 2];
+    // The caller keeps a handle: retention is RET-3's subject, not this one's.
     let input = ctx.tensor(&values(seed, step, rank, own * 2), &shape)?;
-    let kept = input.clone();
     let submitted = in_turn(ctx, &format!("gat-2/{step}"), late, || {
-        Backend::<H>::all_gather_uneven(input, &counts, 0, ctx.group(), ctx.executor())
+        Backend::<H>::all_gather_uneven(input.clone(), &counts, 0, ctx.group(), ctx.executor())
     })?;
     expect_error(
         ctx,
@@ -299,7 +270,5 @@ where
             )
         },
         submitted,
-    )?;
-    drop(kept);
-    Ok(())
+    )
 }

@@ -7,6 +7,8 @@ pub(crate) mod agr;
 pub(crate) mod bar;
 pub(crate) mod brd;
 mod can;
+mod choreography;
+mod exact;
 mod exc;
 pub(crate) mod gat;
 pub(crate) mod p2p;
@@ -14,10 +16,16 @@ mod ret;
 mod sub;
 pub(crate) mod sum;
 
+use std::time::{Duration, Instant};
+
+use eredu_core::{BoundedCompletion, CompletionCancellationMode, Submission};
+use eredu_runtime::backend::SubmissionBackend;
+
 use crate::case::Row;
 use crate::check::{slack, Check, Finding};
-use crate::harness::{Harness, Instruments, Probe};
-use crate::matrix::{Pending, Subject};
+use crate::harness::{Backend, CommCompletion, Harness, Instruments, OwnedExecutor, Probe};
+use crate::matrix::{wait_within, Handle, Pending, Subject, Submitted};
+use crate::world::RankCtx;
 
 /// The invariants of each operation's own family. Their rows come with the
 /// claim (built where the trait bound holds); for an unclaimed operation each
@@ -134,10 +142,101 @@ pub(crate) fn complete<H: Harness>(pending: &mut Pending<'_, '_, H>, id: &str) -
 /// Verifies the outputs of completed work (the weak form of retention checks).
 pub(crate) fn verify_outputs<H: Harness>(
     pending: &mut Pending<'_, '_, H>,
-    ctx: &crate::world::RankCtx<'_, H>,
+    ctx: &RankCtx<'_, H>,
 ) -> Check {
     match pending.submitted.verify.take() {
         Some(verify) => verify(ctx),
         None => Ok(()),
+    }
+}
+
+/// Takes every probe (inputs, then outputs) out of a submission.
+pub(crate) fn take_probes<H: Harness>(submitted: &mut Submitted<H>) -> Vec<Probe> {
+    let mut probes = std::mem::take(&mut submitted.input_probes);
+    probes.append(&mut submitted.output_probes);
+    probes
+}
+
+/// Takes the completion out of a pending submission (to drop it, or to
+/// consume it with `wait_bounded`), leaving a completed, resource-free
+/// stand-in.
+pub(crate) fn take_completion<H: Harness>(
+    ctx: &RankCtx<'_, H>,
+    pending: &mut Pending<'_, '_, H>,
+) -> Result<Handle<H>, Finding> {
+    let stand_in = Backend::<H>::submit(ctx.executor(), std::iter::empty())
+        .map(Handle::Plain)
+        .map_err(|e| Finding::Violation(format!("submit with no values failed: {e}")))?;
+    Ok(std::mem::replace(
+        &mut pending.submitted.completion,
+        stand_in,
+    ))
+}
+
+/// One executor forked off the rank's executor.
+pub(crate) fn fork_one_lane<H: Harness>(ctx: &RankCtx<'_, H>) -> Result<OwnedExecutor<H>, Finding> {
+    let mut lanes = Backend::<H>::fork_executors(ctx.executor(), 1)
+        .map_err(|e| Finding::Violation(format!("fork_executors(1) failed: {e}")))?;
+    lanes
+        .pop()
+        .ok_or_else(|| Finding::Violation("fork_executors(1) returned no executor".into()))
+}
+
+/// `supports_cancellation` of the backend's communication completion.
+pub(crate) fn supported<H: Harness>(mode: CompletionCancellationMode) -> bool {
+    <CommCompletion<H> as BoundedCompletion>::supports_cancellation(mode)
+}
+
+/// A communication submission as its completion handle and its output.
+pub(crate) fn handle_and_output<H: Harness, T>(
+    submission: Submission<T, CommCompletion<H>>,
+) -> (Handle<H>, T) {
+    (
+        Handle::Communication(submission.completion),
+        submission.output,
+    )
+}
+
+/// Waits (bounded by [`slack::RELEASE`]) for work that must complete: a
+/// failure or a hang is a violation, described by `what` and then the error.
+pub(crate) fn must_complete<H: Harness>(
+    completion: &Handle<H>,
+    what: impl FnOnce() -> String,
+) -> Check {
+    wait_within(completion, slack::RELEASE)
+        .map_err(|error| Finding::Violation(format!("{}: {error}", what())))
+}
+
+/// What polling `is_complete` saw.
+pub(crate) enum Polled {
+    /// `Ok(true)` before any error.
+    Complete,
+    /// The first error, as reported.
+    Error(String),
+    /// Only `Ok(false)` until the limit.
+    Pending,
+}
+
+/// Polls `is_complete` (never blocking) until it reports success or an
+/// error, or `limit` passes.
+pub(crate) fn poll<H: Harness>(completion: &Handle<H>, limit: Duration) -> Polled {
+    let start = Instant::now();
+    loop {
+        match completion.is_complete() {
+            Ok(true) => return Polled::Complete,
+            Err(error) => return Polled::Error(error),
+            Ok(false) if start.elapsed() >= limit => return Polled::Pending,
+            Ok(false) => std::thread::sleep(Duration::from_millis(1)),
+        }
+    }
+}
+
+/// Every violation a script recorded while it went on (so no peer was left
+/// waiting), joined; none is a pass.
+pub(crate) fn violations(found: Vec<String>) -> Check {
+    if found.is_empty() {
+        Ok(())
+    } else {
+        Err(Finding::Violation(found.join("; ")))
     }
 }

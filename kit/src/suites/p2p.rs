@@ -20,20 +20,22 @@
 //! FIFO executors cannot deadlock.
 
 use std::borrow::Borrow;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use eredu_core::checkpoint::TensorDtype;
-use eredu_core::{BoundedCompletion, BoundedCompletionWait, CompletionCancellationMode};
+use eredu_core::{BoundedCompletionWait, CompletionCancellationMode};
 use eredu_runtime::backend::PointToPointBackend;
 use eredu_runtime::{
     BoundaryRoleContract, CommunicationRouteId, RoleExactBoundaryContract, RoleExactBoundaryValue,
 };
 
-use super::needs;
+use super::choreography::rendezvous;
+use super::exact::{differs, mix_two as mix, Differs};
+use super::{handle_and_output, must_complete, needs, poll, supported, Polled};
 use crate::case::{Body, Row};
 use crate::check::{slack, Check, Finding};
 use crate::claims::Operation;
-use crate::harness::{Backend, CommCompletion, Harness, Instruments, Tensor};
+use crate::harness::{Backend, Harness, Instruments, Tensor};
 use crate::matrix::{wait_within, Handle, Subject};
 use crate::world::RankCtx;
 
@@ -122,15 +124,6 @@ impl Link {
     }
 }
 
-/// SplitMix64: the case's randomness, derived from its seed.
-fn mix(seed: u64, a: u64, b: u64) -> u64 {
-    let mut z =
-        seed ^ a.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ b.wrapping_mul(0xd1b5_4a32_d192_ed69);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
-
 /// Framable shapes (the framing admits no zero extent and no scalar).
 const SHAPES: &[&[usize]] = &[&[2, 3], &[4], &[1, 1, 1], &[3, 1, 2], &[5], &[2, 2]];
 
@@ -145,6 +138,28 @@ fn bundle_shapes(seed: u64, id: u64) -> Vec<Vec<usize>> {
     let at = (mix(seed, id, 3) % count as u64) as usize;
     shapes.insert(at, vec![1]);
     shapes
+}
+
+/// A seeded ordered pair of distinct ranks of `n` (at least two): the first
+/// drawn with `salt`, the other offset from it with `salt + 1`.
+fn distinct_pair(seed: u64, key: u64, salt: u64, n: usize) -> (usize, usize) {
+    let first = (mix(seed, key, salt) % n as u64) as usize;
+    let second = (first + 1 + (mix(seed, key, salt + 1) % (n as u64 - 1)) as usize) % n;
+    (first, second)
+}
+
+/// One link per (source, destination) pair, with ids from `first_id` on and
+/// seeded bundles.
+fn links(seed: u64, first_id: u64, pairs: Vec<(usize, usize)>) -> Vec<Link> {
+    (first_id..)
+        .zip(pairs)
+        .map(|(id, (source, destination))| Link {
+            id,
+            source,
+            destination,
+            shapes: bundle_shapes(seed, id),
+        })
+        .collect()
 }
 
 fn elements(shape: &[usize]) -> usize {
@@ -208,6 +223,18 @@ fn frame<T>(
         .map_err(|e| Finding::Harness(format!("framing for route {route}: {e}")))
 }
 
+/// This rank's side of `link`'s bundle, framed with the expected headers.
+fn well_formed<H: Harness>(
+    ctx: &RankCtx<'_, H>,
+    link: &Link,
+) -> Result<Vec<RoleExactBoundaryValue<Tensor<H>>>, Finding> {
+    frame(
+        link.id,
+        expected_roles(&link.shapes)?,
+        side_tensors(ctx, link)?,
+    )
+}
+
 /// Makes this rank's tensors for `link`: the payload on the sender,
 /// placeholders of the expected shapes on the receiver.
 fn side_tensors<H: Harness>(ctx: &RankCtx<'_, H>, link: &Link) -> Result<Vec<Tensor<H>>, Finding> {
@@ -243,20 +270,6 @@ fn open<H: Harness>(
         .collect::<Result<Vec<_>, _>>()?;
     rendezvous(ctx, tag)?;
     Ok(ends)
-}
-
-/// A host-side barrier of the rank threads (no backend work involved).
-fn rendezvous<H: Harness>(ctx: &RankCtx<'_, H>, tag: &str) -> Check {
-    ctx.signal(&format!("{tag}-{}", ctx.rank()));
-    for peer in 0..ctx.size() {
-        if !ctx.await_signal(&format!("{tag}-{peer}"), slack::RELEASE) {
-            return Err(Finding::Violation(format!(
-                "rank {peer} did not reach `{tag}` within {:?} (its own finding says why)",
-                slack::RELEASE
-            )));
-        }
-    }
-    Ok(())
 }
 
 /// Findings of several independent routes: a rank keeps playing its part on
@@ -298,20 +311,23 @@ where
     Backend<H>: PointToPointBackend,
 {
     Backend::<H>::send_receive(framed, route.borrow(), ctx.executor())
-        .map(|submission| {
-            (
-                Handle::Communication(submission.completion),
-                submission.output,
-            )
-        })
+        .map(handle_and_output::<H, _>)
         .map_err(|e| e.to_string())
 }
 
-/// Waits (bounded) for this rank's side of `link` to complete.
-fn settle_side<H: Harness>(ctx: &RankCtx<'_, H>, link: &Link, completion: &Handle<H>) -> Check {
-    wait_within(completion, slack::RELEASE).map_err(|error| {
+/// Submits this rank's well-formed side of `link`; a refusal is a violation.
+fn submit_side<H: Harness>(
+    ctx: &RankCtx<'_, H>,
+    link: &Link,
+    framed: Vec<RoleExactBoundaryValue<Tensor<H>>>,
+    route: &H::Route,
+) -> Result<(Handle<H>, Vec<Tensor<H>>), Finding>
+where
+    Backend<H>: PointToPointBackend,
+{
+    submit(ctx, framed, route).map_err(|error| {
         Finding::Violation(format!(
-            "{}: the {} (rank {}) did not complete: {error}",
+            "{}: the {} (rank {}) could not submit: {error}",
             link.describe(),
             link.role(ctx.rank()),
             ctx.rank()
@@ -319,13 +335,16 @@ fn settle_side<H: Harness>(ctx: &RankCtx<'_, H>, link: &Link, completion: &Handl
     })
 }
 
-/// Bit-exact equality (NaN payloads and signed zeros included).
-fn same_bits(got: &[f32], expected: &[f32]) -> bool {
-    got.len() == expected.len()
-        && got
-            .iter()
-            .zip(expected)
-            .all(|(a, b)| a.to_bits() == b.to_bits())
+/// Waits (bounded) for this rank's side of `link` to complete.
+fn settle_side<H: Harness>(ctx: &RankCtx<'_, H>, link: &Link, completion: &Handle<H>) -> Check {
+    must_complete(completion, || {
+        format!(
+            "{}: the {} (rank {}) did not complete",
+            link.describe(),
+            link.role(ctx.rank()),
+            ctx.rank()
+        )
+    })
 }
 
 /// Checks `outputs` against the bundle `link` carries: count, shapes, values.
@@ -344,20 +363,17 @@ fn check_bundle<H: Harness>(ctx: &RankCtx<'_, H>, link: &Link, outputs: &[Tensor
         )));
     }
     for (index, (output, shape)) in outputs.iter().zip(&link.shapes).enumerate() {
-        let got_shape = <Tensor<H> as eredu_nn::Tensor>::shape(output);
-        let want_shape: Vec<i32> = shape.iter().map(|&d| d as i32).collect();
-        if got_shape != want_shape.as_slice() {
-            return Err(Finding::Violation(format!(
-                "{who}: value {index} has shape {got_shape:?}, expected {want_shape:?}"
-            )));
-        }
-        let got = ctx.read(output)?;
         let expected = payload(ctx.seed(), link.id, index, shape);
-        if !same_bits(&got, &expected) {
-            return Err(Finding::Violation(format!(
+        let wrong = match differs(ctx, output, shape, &expected)? {
+            None => continue,
+            Some(Differs::Shape(got_shape)) => {
+                format!("{who}: value {index} has shape {got_shape:?}, expected {shape:?}")
+            }
+            Some(Differs::Values(got)) => format!(
                 "{who}: value {index} (shape {shape:?}) is {got:?}, expected the sent {expected:?}"
-            )));
-        }
+            ),
+        };
+        return Err(Finding::Violation(wrong));
     }
     Ok(())
 }
@@ -370,22 +386,8 @@ fn check_bundle<H: Harness>(ctx: &RankCtx<'_, H>, link: &Link, outputs: &[Tensor
 fn p2p1_links(seed: u64, n: usize) -> Vec<Link> {
     let mut pairs = vec![(0, n - 1), (n - 1, 0)];
     pairs.extend((0..n).map(|i| (i, (i + 1) % n)));
-    let a = (mix(seed, n as u64, 20) % n as u64) as usize;
-    let b = (a + 1 + (mix(seed, n as u64, 21) % (n as u64 - 1)) as usize) % n;
-    pairs.push((a, b));
-    pairs
-        .into_iter()
-        .enumerate()
-        .map(|(k, (source, destination))| {
-            let id = 100 + k as u64;
-            Link {
-                id,
-                source,
-                destination,
-                shapes: bundle_shapes(seed, id),
-            }
-        })
-        .collect()
+    pairs.push(distinct_pair(seed, n as u64, 20, n));
+    links(seed, 100, pairs)
 }
 
 /// P2P-1: on routes between various pairs, the receiver's output is the
@@ -400,19 +402,7 @@ where
     let mut sides = Vec::new();
     for (link, end) in links.iter().zip(&ends) {
         let Some(route) = end else { continue };
-        let framed = frame(
-            link.id,
-            expected_roles(&link.shapes)?,
-            side_tensors(ctx, link)?,
-        )?;
-        let (completion, outputs) = submit(ctx, framed, route).map_err(|error| {
-            Finding::Violation(format!(
-                "{}: the {} (rank {}) could not submit: {error}",
-                link.describe(),
-                link.role(ctx.rank()),
-                ctx.rank()
-            ))
-        })?;
+        let (completion, outputs) = submit_side(ctx, link, well_formed(ctx, link)?, route)?;
         sides.push((link, completion, outputs));
     }
     for (link, completion, outputs) in &sides {
@@ -476,8 +466,7 @@ fn p2p2_traps(seed: u64, n: usize) -> Vec<Trap> {
         .enumerate()
         .map(|(v, &mismatch)| {
             let id = 300 + v as u64;
-            let source = (mix(seed, id, 30) % n as u64) as usize;
-            let destination = (source + 1 + (mix(seed, id, 31) % (n as u64 - 1)) as usize) % n;
+            let (source, destination) = distinct_pair(seed, id, 30, n);
             let shapes = vec![vec![2, 3], vec![1], vec![4]];
             let index = (mix(seed, id, 32) % shapes.len() as u64) as usize;
             Trap {
@@ -561,11 +550,7 @@ where
         return Ok(());
     }
     ctx.signal(&refused(trap));
-    let framed = frame(
-        trap.link.id,
-        expected_roles(&trap.link.shapes)?,
-        side_tensors(ctx, &trap.link)?,
-    )?;
+    let framed = well_formed(ctx, &trap.link)?;
     let (completion, _outputs) = submit(ctx, framed, route).map_err(|error| {
         Finding::Violation(format!(
             "{}: a well-formed bundle could not be sent: {error}",
@@ -586,46 +571,22 @@ where
         ctx.rank(),
         trap.mismatch.describe(trap.index)
     );
-    let framed = frame(
-        trap.link.id,
-        expected_roles(&trap.link.shapes)?,
-        side_tensors(ctx, &trap.link)?,
-    )?;
+    let framed = well_formed(ctx, &trap.link)?;
     let (completion, _outputs) = submit(ctx, framed, route).map_err(|error| {
         Finding::Violation(format!(
             "{what}: the receiver's own well-formed submission was refused: {error}"
         ))
     })?;
-    match outcome(&completion) {
-        Outcome::Completed if ctx.await_signal(&refused(trap), Duration::ZERO) => Ok(()),
-        Outcome::Completed => Err(Finding::Violation(format!(
+    match poll(&completion, slack::RELEASE) {
+        Polled::Complete if ctx.await_signal(&refused(trap), Duration::ZERO) => Ok(()),
+        Polled::Complete => Err(Finding::Violation(format!(
             "{what}: the receiver's completion reported success (expected an error: the received header differs from its header())"
         ))),
-        Outcome::Pending => Err(Finding::Violation(format!(
+        Polled::Pending => Err(Finding::Violation(format!(
             "{what}: the receiver neither failed nor completed within {:?} (a hang, expected an error)",
             slack::RELEASE
         ))),
-        Outcome::Failed => error_is_sticky(completion, &what),
-    }
-}
-
-/// How a completion ended within [`slack::RELEASE`].
-enum Outcome {
-    Completed,
-    Failed,
-    Pending,
-}
-
-/// Polls `completion` (never blocking) until it ends or the limit passes.
-fn outcome<H: Harness>(completion: &Handle<H>) -> Outcome {
-    let start = Instant::now();
-    loop {
-        match completion.is_complete() {
-            Ok(true) => return Outcome::Completed,
-            Err(_) => return Outcome::Failed,
-            Ok(false) if start.elapsed() >= slack::RELEASE => return Outcome::Pending,
-            Ok(false) => std::thread::sleep(Duration::from_millis(1)),
-        }
+        Polled::Error(_) => error_is_sticky(completion, &what),
     }
 }
 
@@ -642,9 +603,7 @@ fn error_is_sticky<H: Harness>(completion: Handle<H>, what: &str) -> Check {
             "{what}: after the header mismatch was reported, wait returned Ok (the error must be sticky)"
         )));
     }
-    let mode = if <CommCompletion<H> as BoundedCompletion>::supports_cancellation(
-        CompletionCancellationMode::QuarantineUntilComplete,
-    ) {
+    let mode = if supported::<H>(CompletionCancellationMode::QuarantineUntilComplete) {
         CompletionCancellationMode::QuarantineUntilComplete
     } else {
         CompletionCancellationMode::NativeCancel
@@ -664,21 +623,8 @@ fn error_is_sticky<H: Harness>(completion: Handle<H>, what: &str) -> Check {
 
 /// Routes of a P2P-3 world, each used for two sends.
 fn p2p3_links(seed: u64, n: usize) -> Vec<Link> {
-    let a = (mix(seed, n as u64, 40) % n as u64) as usize;
-    let b = (a + 1 + (mix(seed, n as u64, 41) % (n as u64 - 1)) as usize) % n;
-    [(0, n - 1), (n - 1, 0), (a, b)]
-        .into_iter()
-        .enumerate()
-        .map(|(k, (source, destination))| {
-            let id = 400 + k as u64;
-            Link {
-                id,
-                source,
-                destination,
-                shapes: bundle_shapes(seed, id),
-            }
-        })
-        .collect()
+    let pairs = vec![(0, n - 1), (n - 1, 0), distinct_pair(seed, n as u64, 40, n)];
+    links(seed, 400, pairs)
 }
 
 /// Sends per P2P-3 route.
@@ -712,17 +658,7 @@ fn receive_one_bundle<H: Harness>(ctx: &RankCtx<'_, H>, link: &Link, route: &H::
 where
     Backend<H>: PointToPointBackend,
 {
-    let framed = frame(
-        link.id,
-        expected_roles(&link.shapes)?,
-        side_tensors(ctx, link)?,
-    )?;
-    let (completion, outputs) = submit(ctx, framed, route).map_err(|error| {
-        Finding::Violation(format!(
-            "{}: the receiver could not submit: {error}",
-            link.describe()
-        ))
-    })?;
+    let (completion, outputs) = submit_side(ctx, link, well_formed(ctx, link)?, route)?;
     settle_side(ctx, link, &completion)?;
     check_bundle(ctx, link, &outputs)
 }
@@ -752,19 +688,10 @@ where
     Backend<H>: PointToPointBackend,
 {
     let before = wire_log(ctx, link, route)?.len();
-    let framed = frame(
-        link.id,
-        expected_roles(&link.shapes)?,
-        side_tensors(ctx, link)?,
-    )?;
+    let framed = well_formed(ctx, link)?;
     let headers: Vec<Vec<u8>> = framed.iter().map(|value| value.header().to_vec()).collect();
     let payload_bytes: usize = link.shapes.iter().map(|shape| elements(shape) * 4).sum();
-    let (completion, _outputs) = submit(ctx, framed, route).map_err(|error| {
-        Finding::Violation(format!(
-            "{}: the sender could not submit: {error}",
-            link.describe()
-        ))
-    })?;
+    let (completion, _outputs) = submit_side(ctx, link, framed, route)?;
     settle_side(ctx, link, &completion)?;
     let log = wire_log(ctx, link, route)?;
     let new = log.get(before..).unwrap_or_default();

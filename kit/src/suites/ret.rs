@@ -10,13 +10,13 @@ use eredu_core::{BoundedCompletionOutcome, BoundedCompletionWait, CompletionCanc
 use eredu_runtime::backend::{CommunicationBackend, SubmissionBackend};
 
 use super::{
-    all_live, any_completion, bounded, complete, local, needs, require_probes, settle,
-    verify_outputs, with_hold,
+    all_live, any_completion, bounded, complete, fork_one_lane, local, must_complete, needs,
+    require_probes, settle, take_completion, take_probes, verify_outputs, with_hold,
 };
 use crate::case::{Body, Row};
 use crate::check::{ensure, eventually, slack, Check, Finding};
 use crate::harness::{Backend, Harness};
-use crate::matrix::{Driver, Handle, Subject};
+use crate::matrix::{Driver, Handle, Pending, Subject};
 use crate::world::RankCtx;
 
 /// Operations that take input tensors (all but barrier and agreement).
@@ -91,38 +91,64 @@ pub(crate) fn rows<H: Harness>() -> Vec<Row<H>> {
     ]
 }
 
+/// The storages a retention check probes.
+#[derive(Clone, Copy)]
+enum Storage {
+    /// The inputs (the driver drops the caller's handles at submission).
+    Inputs,
+    /// The outputs (the caller's last handle, the verifier, is dropped here).
+    Outputs,
+}
+
+/// RET-1, RET-3, RET-5: keeps the subject's work pending with no
+/// caller-side handle on the probed `storage`, lets it settle, and checks
+/// that every probed storage is still allocated; `freed` says, after the
+/// subject, what a freed one means. The pending work, for the caller to
+/// complete.
+fn storage_stays_allocated<'c, 'w, H: Harness>(
+    ctx: &'c RankCtx<'w, H>,
+    driver: Driver<H>,
+    storage: Storage,
+    freed: &str,
+) -> Result<Pending<'c, 'w, H>, Finding> {
+    let mut pending = driver.pending(ctx)?;
+    let submitted = &mut pending.submitted;
+    let (probes, what) = match storage {
+        Storage::Inputs => (&submitted.input_probes, "input"),
+        Storage::Outputs => (&submitted.output_probes, "output"),
+    };
+    require_probes(probes, what)?;
+    if let Storage::Outputs = storage {
+        drop(submitted.verify.take());
+    }
+    settle();
+    ensure(all_live(probes), || format!("{}: {freed}", driver.subject))?;
+    Ok(pending)
+}
+
 /// RET-1: inputs stay allocated while local work is pending, although the
 /// caller dropped every handle (the driver drops its handles at submission).
 fn inputs_outlive_their_handles<H: Harness>(ctx: &RankCtx<'_, H>, driver: Driver<H>) -> Check {
-    let mut pending = driver.pending(ctx)?;
-    require_probes(&pending.submitted.input_probes, "input")?;
-    settle();
-    ensure(all_live(&pending.submitted.input_probes), || {
-        format!("{}: an input's storage was freed while the work was pending and the caller held no handle", driver.subject)
-    })?;
+    let freed =
+        "an input's storage was freed while the work was pending and the caller held no handle";
+    let mut pending = storage_stays_allocated(ctx, driver, Storage::Inputs, freed)?;
     complete(&mut pending, "RET-1")
 }
 
 /// RET-2: dropping the owned executor right after submitting leaves the work
 /// able to complete correctly (the completion retains the executor).
 fn executor_outlives_its_handle<H: Harness>(ctx: &RankCtx<'_, H>, driver: Driver<H>) -> Check {
-    let mut lanes = Backend::<H>::fork_executors(ctx.executor(), 1)
-        .map_err(|e| Finding::Violation(format!("fork_executors(1) failed: {e}")))?;
-    let lane = lanes
-        .pop()
-        .ok_or_else(|| Finding::Violation("fork_executors(1) returned no executor".into()))?;
+    let lane = fork_one_lane(ctx)?;
     let mut pending = driver.pending_on(ctx, std::borrow::Borrow::borrow(&lane))?;
     drop(lane);
     settle();
     pending.release();
-    super::super::matrix::wait_within(&pending.submitted.completion, slack::RELEASE).map_err(
-        |error| {
-            Finding::Violation(format!(
-                "{}: after its owned executor was dropped, the work did not complete: {error}",
-                driver.subject
-            ))
-        },
-    )?;
+    must_complete(&pending.submitted.completion, || {
+        format!(
+            "{}: after its owned executor was dropped, the work did not complete",
+            driver.subject
+        )
+    })?;
     verify_outputs(&mut pending, ctx)
 }
 
@@ -132,15 +158,8 @@ fn communication_resources_outlive_their_handles<H: Harness>(
     ctx: &RankCtx<'_, H>,
     driver: Driver<H>,
 ) -> Check {
-    let mut pending = driver.pending(ctx)?;
-    require_probes(&pending.submitted.input_probes, "input")?;
-    settle();
-    ensure(all_live(&pending.submitted.input_probes), || {
-        format!(
-            "{}: an input's storage was freed while the communication was pending",
-            driver.subject
-        )
-    })?;
+    let freed = "an input's storage was freed while the communication was pending";
+    let mut pending = storage_stays_allocated(ctx, driver, Storage::Inputs, freed)?;
     complete(&mut pending, "RET-3")?;
     verify_outputs(&mut pending, ctx)
 }
@@ -153,11 +172,9 @@ fn dropping_a_completion_frees_nothing_live<H: Harness>(
     driver: Driver<H>,
 ) -> Check {
     let mut pending = driver.pending(ctx)?;
-    let mut probes = std::mem::take(&mut pending.submitted.input_probes);
-    probes.append(&mut pending.submitted.output_probes);
+    let probes = take_probes(&mut pending.submitted);
     let observer = ctx.observer(pending.submitted.completion.as_ref())?;
-    let dropped = std::mem::replace(&mut pending.submitted.completion, placeholder(ctx)?);
-    drop(dropped);
+    drop(take_completion(ctx, &mut pending)?);
     drop(pending.submitted.verify.take());
     settle();
     ensure(all_live(&probes), || {
@@ -188,23 +205,11 @@ fn dropping_a_completion_frees_nothing_live<H: Harness>(
     )
 }
 
-/// A completed, resource-free completion to stand in for a dropped one.
-fn placeholder<H: Harness>(ctx: &RankCtx<'_, H>) -> Result<Handle<H>, Finding> {
-    Backend::<H>::submit(ctx.executor(), std::iter::empty())
-        .map(Handle::Plain)
-        .map_err(|e| Finding::Violation(format!("submit with no values failed: {e}")))
-}
-
 /// RET-5: the completion itself retains the output's storage
 /// (`Submission::wait_bounded` drops `output` right after the completion returns).
 fn completion_retains_its_output<H: Harness>(ctx: &RankCtx<'_, H>, driver: Driver<H>) -> Check {
-    let mut pending = driver.pending(ctx)?;
-    require_probes(&pending.submitted.output_probes, "output")?;
-    drop(pending.submitted.verify.take());
-    settle();
-    ensure(all_live(&pending.submitted.output_probes), || {
-        format!("{}: the output's storage was freed while the work was pending and only the completion remained", driver.subject)
-    })?;
+    let freed = "the output's storage was freed while the work was pending and only the completion remained";
+    let mut pending = storage_stays_allocated(ctx, driver, Storage::Outputs, freed)?;
     complete(&mut pending, "RET-5")
 }
 
@@ -252,8 +257,7 @@ fn everything_is_released_after_completion<H: Harness>(
     driver: Driver<H>,
 ) -> Check {
     let mut pending = driver.pending(ctx)?;
-    let mut probes = std::mem::take(&mut pending.submitted.input_probes);
-    probes.append(&mut pending.submitted.output_probes);
+    let probes = take_probes(&mut pending.submitted);
     complete(&mut pending, "RET-7")?;
     drop(pending);
     released(ctx, &probes, driver.subject, "completion")?;
@@ -262,9 +266,8 @@ fn everything_is_released_after_completion<H: Harness>(
     }
     // The quarantine path: the deadline passes, the work completes later.
     let mut pending = driver.pending(ctx)?;
-    let mut probes = std::mem::take(&mut pending.submitted.input_probes);
-    probes.append(&mut pending.submitted.output_probes);
-    let completion = std::mem::replace(&mut pending.submitted.completion, placeholder(ctx)?);
+    let probes = take_probes(&mut pending.submitted);
+    let completion = take_completion(ctx, &mut pending)?;
     drop(pending.submitted.verify.take());
     let policy = BoundedCompletionWait::new(
         slack::DEADLINE,
@@ -329,11 +332,11 @@ fn local_dependencies_fence_no_group<H: Harness>(ctx: &RankCtx<'_, H>) -> Check 
     };
     let use_group = |round: &str| -> Check {
         let submitted = collective.submit(ctx)?;
-        super::super::matrix::wait_within(&submitted.completion, slack::RELEASE).map_err(|error| {
-            Finding::Violation(format!(
-                "{} {round} local-dependency deadline failed: {error}",
+        must_complete(&submitted.completion, || {
+            format!(
+                "{} {round} local-dependency deadline failed",
                 collective.subject
-            ))
+            )
         })
     };
     use_group("before the")?;

@@ -8,7 +8,8 @@ use std::borrow::Borrow;
 
 use eredu_runtime::backend::{CommunicationBackend, SubmissionBackend};
 
-use super::{needs, settle};
+use super::exact::same_bits;
+use super::{must_complete, needs, settle};
 use crate::case::{Body, Row};
 use crate::check::{ensure, eventually, slack, Check, Finding};
 use crate::harness::{Backend, Executor, Harness, Ledger, OwnedExecutor, Probe, Tensor};
@@ -121,6 +122,27 @@ fn still_pending<H: Harness>(completion: &Handle<H>) -> Result<bool, String> {
     completion.is_complete().map(|complete| !complete)
 }
 
+/// Control (SUB-1, SUB-3): the `held` work must be pending under its hold,
+/// or the `unchecked` property cannot be checked (a harness problem); an
+/// error from `is_complete` is a violation of `api`.
+fn held_work_is_pending<H: Harness>(
+    work: &Handle<H>,
+    api: &str,
+    held: &str,
+    unchecked: &str,
+) -> Check {
+    match still_pending(work) {
+        Ok(true) => Ok(()),
+        Ok(false) => Err(Finding::Harness(format!(
+            "{held} reported complete while held (the hold instrument did not hold it, or \
+             is_complete answered early, see EXC-2): {unchecked} cannot be checked"
+        ))),
+        Err(error) => Err(Finding::Violation(format!(
+            "{api}: is_complete on {held} failed: {error}"
+        ))),
+    }
+}
+
 /// Reads `value` back without evaluating it and compares it bit for bit.
 /// A value that is not materialised is a violation: `submit` (or the
 /// completed work) should have materialised it.
@@ -135,12 +157,7 @@ fn expect_values<H: Harness>(
             "{what} is not materialised after its submission completed ({error})"
         ))
     })?;
-    let same = got.len() == expected.len()
-        && got
-            .iter()
-            .zip(expected)
-            .all(|(a, b)| a.to_bits() == b.to_bits());
-    ensure(same, || {
+    ensure(same_bits(&got, expected), || {
         format!("{what} reads back as {got:?}, expected {expected:?}")
     })
 }
@@ -268,35 +285,23 @@ fn others_run_while_one_is_held<H: Harness>(
         "SUB-1",
     )?;
     settle();
-    match still_pending(&blocked) {
-        Ok(true) => {}
-        Ok(false) => {
-            return Err(Finding::Harness(format!(
-                "work on held forked lane {held} reported complete while held (the hold instrument \
-                 did not hold it, or is_complete answered early, see EXC-2): lane independence \
-                 cannot be checked"
-            )))
-        }
-        Err(error) => {
-            return Err(Finding::Violation(format!(
-                "fork_executors: is_complete on held lane {held}'s work failed: {error}"
-            )))
-        }
-    }
+    let held_work = format!("work on held forked lane {held}");
+    held_work_is_pending(&blocked, "fork_executors", &held_work, "lane independence")?;
     for (index, other) in lanes.iter().enumerate().filter(|(index, _)| *index != held) {
         let work = submit_values::<H>(lane::<H>(other), &[&input], "work on a free lane", "SUB-1")?;
-        wait_within(&work, slack::RELEASE).map_err(|error| {
-            Finding::Violation(format!(
-                "fork_executors: work on forked lane {index} did not complete while forked lane {held} \
-                 was held, so the lanes are not independent: {error}"
-            ))
+        must_complete(&work, || {
+            format!(
+                "fork_executors: work on forked lane {index} did not complete while forked lane \
+                 {held} was held, so the lanes are not independent"
+            )
         })?;
     }
     hold.release();
-    wait_within(&blocked, slack::RELEASE).map_err(|error| {
-        Finding::Violation(format!(
-            "fork_executors: work on forked lane {held} did not complete after its hold was released: {error}"
-        ))
+    must_complete(&blocked, || {
+        format!(
+            "fork_executors: work on forked lane {held} did not complete after its hold was \
+             released"
+        )
     })
 }
 
@@ -323,8 +328,8 @@ fn submit_materialises_the_given_values<H: Harness>(ctx: &RankCtx<'_, H>) -> Che
     let mut given: Vec<&Tensor<H>> = built.iter().map(|b| &b.value).collect();
     given.push(&rhs);
     let completion = submit_values::<H>(ctx.executor(), &given, "the given values", "SUB-2")?;
-    wait_within(&completion, slack::RELEASE).map_err(|error| {
-        Finding::Violation(format!("submit: the submission did not complete: {error}"))
+    must_complete(&completion, || {
+        "submit: the submission did not complete".into()
     })?;
     for value in &built {
         expect_values(
@@ -349,11 +354,11 @@ fn value_left_out_stays_correct<H: Harness>(ctx: &RankCtx<'_, H>, value: &Built<
         "the value left out",
         "SUB-2",
     )?;
-    wait_within(&completion, slack::RELEASE).map_err(|error| {
-        Finding::Violation(format!(
-            "submit: a later submission of {} did not complete: {error}",
+    must_complete(&completion, || {
+        format!(
+            "submit: a later submission of {} did not complete",
             value.name
-        ))
+        )
     })?;
     expect_values(
         ctx,
@@ -388,7 +393,7 @@ fn order_after_orders_the_consumer<H: Harness>(ctx: &RankCtx<'_, H>) -> Check {
     let hold = ctx.hold(a)?;
     let producer = submit_values::<H>(a, &[&produced], "the producer", "SUB-3")?;
     lanes_are_independent(ctx, b)?;
-    producer_is_held(&producer)?;
+    held_work_is_pending(&producer, "order_after", "the held producer", "ordering")?;
     let Handle::Plain(producer_completion) = &producer else {
         return Err(Finding::Harness(
             "a plain submission gave a communication completion".into(),
@@ -402,15 +407,11 @@ fn order_after_orders_the_consumer<H: Harness>(ctx: &RankCtx<'_, H>) -> Check {
     settle();
     consumer_waits(&consumer)?;
     hold.release();
-    wait_within(&producer, slack::RELEASE).map_err(|error| {
-        Finding::Violation(format!(
-            "order_after: the producer did not complete after release: {error}"
-        ))
+    must_complete(&producer, || {
+        "order_after: the producer did not complete after release".into()
     })?;
-    wait_within(&consumer, slack::RELEASE).map_err(|error| {
-        Finding::Violation(format!(
-            "order_after: the consumer did not complete after its producer did: {error}"
-        ))
+    must_complete(&consumer, || {
+        "order_after: the consumer did not complete after its producer did".into()
     })?;
     expect_values(
         ctx,
@@ -452,21 +453,6 @@ fn lanes_are_independent<H: Harness>(ctx: &RankCtx<'_, H>, b: &Executor<H>) -> C
              while the first was held (see SUB-1): {error}"
         ))
     })
-}
-
-/// The producer must be pending under the hold, or nothing is ordered.
-fn producer_is_held<H: Harness>(producer: &Handle<H>) -> Check {
-    match still_pending(producer) {
-        Ok(true) => Ok(()),
-        Ok(false) => Err(Finding::Harness(
-            "the held producer reported complete while held (the hold instrument did not hold it, \
-             or is_complete answered early, see EXC-2): ordering cannot be checked"
-                .into(),
-        )),
-        Err(error) => Err(Finding::Violation(format!(
-            "order_after: is_complete on the held producer failed: {error}"
-        ))),
-    }
 }
 
 /// The consumer stays pending while its producer is held.
@@ -609,10 +595,10 @@ fn still_accepts_work<H: Harness>(ctx: &RankCtx<'_, H>, api: Api) -> Check {
             api.name()
         ))
     })?;
-    wait_within(&work, slack::RELEASE).map_err(|error| {
-        Finding::Violation(format!(
-            "{}: after a submission returned Err, new work on the executor did not complete: {error}",
+    must_complete(&work, || {
+        format!(
+            "{}: after a submission returned Err, new work on the executor did not complete",
             api.name()
-        ))
+        )
     })
 }
