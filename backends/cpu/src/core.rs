@@ -235,6 +235,38 @@ impl Core {
         })
     }
 
+    /// Polls briefly before blocking: on an idle machine a sleeping thread
+    /// takes tens of microseconds to wake, longer than most work takes.
+    #[cfg(not(commcheck_loom))]
+    fn spin_for(
+        &self,
+        deadline: Option<Instant>,
+        stop: &impl Fn(&Observation) -> bool,
+    ) -> Option<Observation> {
+        let until = Instant::now() + crate::sync::SPIN;
+        let until = deadline.map_or(until, |deadline| deadline.min(until));
+        loop {
+            let seen = self.observe();
+            if stop(&seen) {
+                return Some(seen);
+            }
+            if Instant::now() >= until {
+                return None;
+            }
+            std::thread::yield_now();
+        }
+    }
+
+    /// Loom explores blocking waits only.
+    #[cfg(commcheck_loom)]
+    fn spin_for(
+        &self,
+        _deadline: Option<Instant>,
+        _stop: &impl Fn(&Observation) -> bool,
+    ) -> Option<Observation> {
+        None
+    }
+
     /// Blocks until `stop` holds for the state, or until `deadline` passes
     /// (`None` waits without bound). Returns the last observation.
     pub fn wait_for(
@@ -242,6 +274,9 @@ impl Core {
         deadline: Option<Instant>,
         stop: impl Fn(&Observation) -> bool,
     ) -> Observation {
+        if let Some(seen) = self.spin_for(deadline, &stop) {
+            return seen;
+        }
         let mut inner = lock(&self.inner);
         loop {
             let seen = Observation {

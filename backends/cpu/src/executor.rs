@@ -139,6 +139,7 @@ impl Lane {
 
     fn run(&self, id: u64, device: &CpuDevice) {
         loop {
+            self.spin_for_work();
             let item = {
                 let mut state = guard(&self.state);
                 loop {
@@ -163,6 +164,19 @@ impl Lane {
                 }
             };
             self.execute(id, device, item);
+        }
+    }
+
+    /// Polls briefly for new work before the worker sleeps (see [`crate::sync::SPIN`]).
+    fn spin_for_work(&self) {
+        let until = std::time::Instant::now() + crate::sync::SPIN;
+        while std::time::Instant::now() < until {
+            if let Ok(state) = self.state.try_lock() {
+                if !state.items.is_empty() || state.shutdown {
+                    return;
+                }
+            }
+            std::thread::yield_now();
         }
     }
 

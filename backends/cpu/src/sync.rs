@@ -19,3 +19,7 @@ pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
         Err(poisoned) => poisoned.into_inner(),
     }
 }
+
+/// How long a thread about to block polls first (see `Core::wait_for` and
+/// the executor's worker loop).
+pub(crate) const SPIN: std::time::Duration = std::time::Duration::from_micros(50);
