@@ -17,13 +17,14 @@ fn local_dependencies_complete_and_materialise_deferred_values() {
     let device = CpuDevice::new();
     let executor = device.executor();
     let a = tensor(&device, &[1.0, 2.0], &[2]);
-    let b = eredu_nn::Tensor::add(&a, &a, &executor);
-    // The stand-in neural module may not provide `add`; the submission works either way.
-    let values: Vec<_> = std::iter::once(a.clone()).chain(b.ok()).collect();
+    let b = eredu_nn::Tensor::add(&a, &a, &executor).expect("add");
+    assert!(!b.is_materialised(), "tensor ops are lazy");
+    let values = vec![a.clone(), b];
     let submission = CpuBackend::submit_local_dependencies(values.iter(), &executor).unwrap();
     submission.completion.wait().unwrap();
     assert!(submission.completion.is_complete().unwrap());
-    assert!(submission.completion.resources_releasable());
+    // `false` is allowed under contention (the worker may still be releasing).
+    assert!(eventually(|| submission.completion.resources_releasable()));
     for value in &values {
         assert!(value.is_materialised());
     }
