@@ -45,6 +45,16 @@ struct Slot {
     departed: usize,
 }
 
+impl Slot {
+    /// The slot of collective `seq`, made empty for `size` members if new.
+    fn of(state: &mut GroupState, seq: u64, size: usize) -> &mut Slot {
+        state.slots.entry(seq).or_insert_with(|| Slot {
+            contributions: vec![None; size],
+            ..Slot::default()
+        })
+    }
+}
+
 struct GroupState {
     slots: HashMap<u64, Slot>,
     fenced: Option<String>,
@@ -128,10 +138,7 @@ impl GroupShared {
             });
         }
         let size = self.size;
-        let slot = state.slots.entry(seq).or_insert_with(|| Slot {
-            contributions: vec![None; size],
-            ..Slot::default()
-        });
+        let slot = Slot::of(&mut state, seq, size);
         if let Some(fault) = ctx.fault() {
             slot.aborted.get_or_insert((member, fault.to_string()));
             Self::depart(&mut state, seq, size);
@@ -201,10 +208,7 @@ impl GroupShared {
     pub(crate) fn abort(&self, seq: u64, member: usize, reason: &str) {
         let mut state = guard(&self.state);
         let size = self.size;
-        let slot = state.slots.entry(seq).or_insert_with(|| Slot {
-            contributions: vec![None; size],
-            ..Slot::default()
-        });
+        let slot = Slot::of(&mut state, seq, size);
         if slot.all.is_none() {
             slot.aborted.get_or_insert_with(|| {
                 (

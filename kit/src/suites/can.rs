@@ -434,19 +434,6 @@ fn finished_work_yields_completed<H: Harness>(
     })
 }
 
-/// On late-peer subjects, completes one round with the peers first, for
-/// cases in which the subject's own work never meets them (it is cancelled,
-/// or fails at once): peers still building their rank state when the subject
-/// finished would otherwise not find it in the group any more, and their
-/// rounds would wait out their limit.
-fn meet_peers<H: Harness>(ctx: &RankCtx<'_, H>, driver: Driver<H>) -> Check {
-    if driver.pending != PendingVia::LatePeer {
-        return Ok(());
-    }
-    let mut round = Round::start(ctx, driver, Setup::default())?;
-    round.complete_before_waiting()
-}
-
 // ---------------------------------------------------------------------------
 // Disposition checks shared by CAN-5..8.
 
@@ -735,7 +722,6 @@ fn supported_modes_are_honoured<H: Harness>(ctx: &RankCtx<'_, H>, driver: Driver
 /// no handle), the ledger counts it no more, and the executor completes new work.
 fn native_cancel_finishes_teardown<H: Harness>(ctx: &RankCtx<'_, H>, driver: Driver<H>) -> Check {
     only_mode::<H>(NativeCancel, || {
-        meet_peers(ctx, driver)?;
         let mut kept = Vec::new();
         let mut round = Round::start(ctx, driver, Setup::default())?;
         let (outcome, _) = round.wait_bounded(slack::DEADLINE, NativeCancel)?;
@@ -801,7 +787,6 @@ fn quarantine_retains_until_completion<H: Harness>(
 /// a hold on the subject's executor as well as the late peer), so the error
 /// can be published while the work is still live.
 fn errors_never_drop_live_work<H: Harness>(ctx: &RankCtx<'_, H>, driver: Driver<H>) -> Check {
-    meet_peers(ctx, driver)?;
     let mut kept = Vec::new();
     each_mode::<H>(|mode| {
         let setup = Setup {
@@ -874,7 +859,6 @@ fn unbounded_deadline_completes<H: Harness>(
 /// CAN-9: work that failed (an injected fault, run to its end) yields `Err`
 /// from `wait_bounded`, never `Completed`.
 fn failed_work_is_an_error<H: Harness>(ctx: &RankCtx<'_, H>, driver: Driver<H>) -> Check {
-    meet_peers(ctx, driver)?;
     each_mode::<H>(|mode| {
         let setup = Setup {
             fault: true,
