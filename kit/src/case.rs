@@ -5,6 +5,7 @@ use std::sync::Arc;
 use crate::check::Check;
 use crate::harness::{Harness, Instruments};
 use crate::matrix::{self, Driver, Subject};
+use crate::runner::results::Evidence;
 use crate::spec::{self, Invariant};
 use crate::world::{RankCtx, Script};
 
@@ -43,6 +44,8 @@ pub struct Case<H: Harness> {
     /// World sizes to run the script on, in turn.
     pub(crate) worlds: Vec<usize>,
     pub(crate) timing: bool,
+    /// What the verdict rests on.
+    pub(crate) evidence: Evidence,
     /// `Err(reason)`: the case is not supported and will not run.
     pub(crate) script: Result<Script<H>, String>,
 }
@@ -67,6 +70,17 @@ impl<H: Harness> Case<H> {
     pub fn unsupported(&self) -> Option<&str> {
         self.script.as_ref().err().map(String::as_str)
     }
+
+    /// What the verdict rests on: `instrumented` when the case needs an
+    /// instrument of the harness, `black-box` otherwise.
+    pub fn evidence(&self) -> Evidence {
+        self.evidence
+    }
+
+    /// The world sizes the case runs on, in turn.
+    pub fn worlds(&self) -> &[usize] {
+        &self.worlds
+    }
 }
 
 /// Every subject a row may apply to, in report order.
@@ -87,9 +101,11 @@ fn subjects() -> Vec<Subject> {
 pub fn catalogue<H: Harness>(harness: &H) -> Vec<Case<H>> {
     let claims = harness.claims();
     let instruments = harness.instruments();
+    let sizes = harness.world_sizes();
+    let local = matrix::local_pending(instruments);
     let mut drivers = vec![
-        matrix::local_dependencies_driver::<H>(),
-        matrix::submit_driver::<H>(),
+        matrix::local_dependencies_driver::<H>(local),
+        matrix::submit_driver::<H>(local),
     ];
     drivers.extend(claims.drivers.iter().copied());
     let mut rows = crate::suites::rows::<H>();
@@ -104,8 +120,9 @@ pub fn catalogue<H: Harness>(harness: &H) -> Vec<Case<H>> {
             cases.push(Case {
                 invariant,
                 subject: Subject::Operation(*operation),
-                worlds: vec![1],
+                worlds: Vec::new(),
                 timing: false,
+                evidence: Evidence::BlackBox,
                 script: Err(format!("{operation} is not claimed by this backend")),
             });
         }
@@ -126,23 +143,48 @@ pub fn catalogue<H: Harness>(harness: &H) -> Vec<Case<H>> {
                 }
                 (Body::Matrix(run), Some(driver)) => (vec![driver.ranks], Ok(driver.script(*run))),
                 _ => (
-                    vec![1],
+                    Vec::new(),
                     Err(format!("{subject} is not claimed by this backend")),
                 ),
             };
-            let missing = instruments.missing(row.requires);
+            // What this row needs on this subject: its own instruments, and
+            // what keeps the subject's work pending (matrix rows only).
+            let needed = match (&row.body, driver) {
+                (Body::Matrix(_), Some(driver)) => row.requires.and(driver.pending.needs()),
+                _ => row.requires,
+            };
+            let missing = instruments.missing(needed);
+            let built: Vec<usize> = worlds
+                .iter()
+                .copied()
+                .filter(|n| sizes.contains(*n))
+                .collect();
             let script = match script {
                 Ok(_) if !missing.is_empty() => Err(format!(
                     "needs the {} instrument, which the harness does not provide",
                     missing.join(", ")
                 )),
+                Ok(_) if built.is_empty() => Err(format!(
+                    "needs a world of {} rank(s); the harness builds {sizes} in one process",
+                    worlds
+                        .iter()
+                        .map(usize::to_string)
+                        .collect::<Vec<_>>()
+                        .join(" or ")
+                )),
                 other => other,
+            };
+            let evidence = if needed == Instruments::NONE {
+                Evidence::BlackBox
+            } else {
+                Evidence::Instrumented
             };
             cases.push(Case {
                 invariant,
                 subject,
-                worlds,
+                worlds: if script.is_ok() { built } else { Vec::new() },
                 timing: row.timing,
+                evidence,
                 script,
             });
         }

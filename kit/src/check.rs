@@ -12,6 +12,17 @@ pub enum Finding {
     /// The harness failed (world, tensor, group, route...). Reported as `fail`
     /// naming the harness error, since nothing was checked.
     Harness(String),
+    /// A setup step did not reach the check's precondition (work that should
+    /// be pending was not, an executor left stalled by an earlier round...).
+    /// Nothing was learnt about the invariant: the case is retried (with more
+    /// lazy work), and reported `inconclusive` if it stays so. Never a pass,
+    /// never blamed on the case's invariant.
+    Inconclusive(String),
+}
+
+/// An inconclusive setup step, formatted (the message starts with `setup:`).
+pub fn setup(message: impl std::fmt::Display) -> Finding {
+    Finding::Inconclusive(format!("setup: {message}"))
 }
 
 /// The result of one rank's script.
@@ -65,6 +76,12 @@ pub mod slack {
     pub const SETTLE: Duration = Duration::from_millis(30);
     /// The longest a nonblocking call may take (EXC-1, EXC-8, AGR-2).
     pub const PROMPT: Duration = Duration::from_millis(250);
+    /// The longest any call the kit expects to return at once (`is_complete`,
+    /// `resources_releasable`, `wait` on work already reported complete) may
+    /// block before the kit stops waiting for it and fails the call's own
+    /// invariant (EXC-1, EXC-8, EXC-4): a hang is seen within about a second,
+    /// well before the case watchdog.
+    pub const BLOCKED: Duration = Duration::from_secs(1);
     /// How long released work is given to complete.
     pub const RELEASE: Duration = Duration::from_secs(5);
     /// Deadline used for `wait_bounded` while work is pending.

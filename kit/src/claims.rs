@@ -77,6 +77,37 @@ impl Operation {
     }
 }
 
+impl Operation {
+    /// The invariant a wrong output value of this operation violates (`None`
+    /// for `barrier`, which has no output).
+    pub const fn value_invariant(self) -> Option<&'static str> {
+        match self {
+            Self::AllReduceSum => Some("SUM-1"),
+            Self::AllGatherEven => Some("GAT-1"),
+            Self::AllGatherUneven => Some("GAT-2"),
+            Self::VariableAllToAll => Some("A2A-1"),
+            Self::SendReceive => Some("P2P-1"),
+            Self::Broadcast => Some("BRD-1"),
+            Self::Barrier => None,
+            Self::AgreeSuccess => Some("AGR-1"),
+        }
+    }
+
+    /// The comparison rule of this operation's outputs. Data movement
+    /// (gathers, all-to-all, broadcast, point-to-point) is compared bit for
+    /// bit, NaN payloads and signed zeros included. Sums are compared by
+    /// numeric equality: a sum that starts from `+0.0` turns a singleton's
+    /// `-0.0` into `+0.0`, and that is a correct elementwise sum (NaN equals
+    /// NaN here).
+    pub fn same_values(self, got: &[f32], expected: &[f32]) -> bool {
+        got.len() == expected.len()
+            && got.iter().zip(expected).all(|(a, b)| match self {
+                Self::AllReduceSum => a == b || (a.is_nan() && b.is_nan()),
+                _ => a.to_bits() == b.to_bits(),
+            })
+    }
+}
+
 impl std::fmt::Display for Operation {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.name())

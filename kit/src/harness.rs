@@ -216,17 +216,66 @@ impl WorkState {
 
 /// A second handle on a completion's state, usable after `wait_bounded`
 /// consumed the completion. It must retain nothing.
-pub struct Observer(Box<dyn Fn() -> WorkState>);
+pub struct Observer {
+    state: Box<dyn Fn() -> WorkState>,
+    releasable: Option<Box<dyn Fn() -> bool>>,
+}
 
 impl Observer {
     /// Wraps the state query.
     pub fn new(state: impl Fn() -> WorkState + 'static) -> Self {
-        Self(Box::new(state))
+        Self {
+            state: Box::new(state),
+            releasable: None,
+        }
+    }
+
+    /// Adds what `resources_releasable()` answers on this work, read through
+    /// the observer (EXC-8's timeout clause is checked with it after
+    /// `wait_bounded` consumed the completion).
+    pub fn with_releasable(mut self, releasable: impl Fn() -> bool + 'static) -> Self {
+        self.releasable = Some(Box::new(releasable));
+        self
     }
 
     /// Current state of the native work.
     pub fn state(&self) -> WorkState {
-        (self.0)()
+        (self.state)()
+    }
+
+    /// `resources_releasable()` on the observed work, when the observer offers it.
+    pub fn resources_releasable(&self) -> Option<bool> {
+        self.releasable.as_ref().map(|releasable| releasable())
+    }
+}
+
+/// The world sizes a harness builds in one process ([`Harness::world_sizes`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WorldSizes {
+    /// Any number of ranks.
+    Any,
+    /// 1 to `n` ranks.
+    UpTo(usize),
+}
+
+impl WorldSizes {
+    /// Whether a world of `ranks` ranks is built.
+    pub fn contains(self, ranks: usize) -> bool {
+        match self {
+            Self::Any => ranks > 0,
+            Self::UpTo(n) => (1..=n).contains(&ranks),
+        }
+    }
+}
+
+impl std::fmt::Display for WorldSizes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Any => f.write_str("any size"),
+            Self::UpTo(1) => f.write_str("size 1 only"),
+            Self::UpTo(n) => write!(f, "sizes 1 to {n}"),
+        }
     }
 }
 
@@ -275,9 +324,26 @@ pub trait Harness: Send + Sync + Sized + 'static {
     /// The operation traits this backend implements (see [`Claims`]).
     fn claims(&self) -> Claims<Self>;
 
-    /// Instruments this harness provides.
+    /// Instruments this harness provides. Declaring one whose method then
+    /// answers `None` is a harness error (`fail`, naming the harness).
     fn instruments(&self) -> Instruments {
         Instruments::NONE
+    }
+
+    /// The world sizes [`Harness::world`] builds in one process. A case whose
+    /// every size is outside them is `not-supported`, naming the sizes; a
+    /// backend with one group per process (one rank per process) declares
+    /// `WorldSizes::UpTo(1)`.
+    fn world_sizes(&self) -> WorldSizes {
+        WorldSizes::Any
+    }
+
+    /// A second handle on the same work, when the backend's own API offers
+    /// one (e.g. a `Clone` completion type): `Some(completion.clone())`. It is
+    /// not an instrument; the kit reads `resources_releasable()` on it after
+    /// `wait_bounded` consumed the first handle (EXC-8's timeout clause).
+    fn second_handle(&self, _completion: &CommCompletion<Self>) -> Option<CommCompletion<Self>> {
+        None
     }
 
     /// Builds the shared part of a world of `ranks` ranks.

@@ -92,6 +92,7 @@ pub mod case;
 pub mod check;
 pub mod claims;
 pub mod harness;
+pub mod lazy;
 mod matrix;
 pub mod model;
 pub mod runner;
@@ -104,9 +105,9 @@ pub use check::{Check, Finding};
 pub use claims::{Claims, Operation};
 pub use harness::{
     CompletionRef, Harness, HarnessError, HoldGuard, Identity, Instruments, Ledger, Observer,
-    Probe, WireRecord, WorkState,
+    Probe, WireRecord, WorkState, WorldSizes,
 };
 pub use matrix::Subject;
-pub use runner::results::{CaseResult, RunResults, Verdict};
+pub use runner::results::{Attributed, Calibration, CaseResult, Evidence, RunResults, Verdict};
 pub use runner::{main, run_cases, run_cases_with, run_with};
 pub use world::RankCtx;

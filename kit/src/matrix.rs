@@ -2,11 +2,13 @@
 //! with a standard submission and a way to keep it pending.
 //!
 //! Local work (local dependencies, plain submissions) is kept pending with the
-//! hold instrument. Communication work is kept pending by a *late peer*: every
-//! rank but the subject (rank 0) submits only when the subject releases it,
-//! which needs no instrument at all.
+//! hold instrument when the harness provides it, and otherwise by submitting
+//! the backend's own lazy tensor work ([`crate::lazy`]), which needs no
+//! instrument but is pending only for a known while. Communication work is
+//! kept pending by a *late peer*: every rank but the subject (rank 0) submits
+//! only when the subject releases it, which needs no instrument at all.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use eredu_core::{BoundedCompletion, BoundedCompletionOutcome, BoundedCompletionWait, Completion};
 use eredu_runtime::backend::{
@@ -23,7 +25,7 @@ use crate::claims::Operation;
 use crate::harness::{
     Backend, CommCompletion, CompletionRef, Harness, HoldGuard, PlainCompletion, Probe,
 };
-use crate::world::RankCtx;
+use crate::world::{guarded, RankCtx};
 
 /// What a case is about: the kind of completion or submission API.
 #[derive(
@@ -75,8 +77,33 @@ impl std::fmt::Display for Subject {
 pub(crate) enum PendingVia {
     /// The hold instrument on the subject's executor.
     Hold,
+    /// The submission evaluates lazy tensor work of the backend's own
+    /// (black-box; pending for a known while only, see [`crate::lazy`]).
+    Lazy,
     /// Every rank but the subject submits late.
     LatePeer,
+}
+
+impl PendingVia {
+    /// The instruments this way of keeping work pending needs.
+    pub(crate) fn needs(self) -> crate::Instruments {
+        match self {
+            Self::Hold => crate::Instruments {
+                hold: true,
+                ..crate::Instruments::NONE
+            },
+            Self::Lazy | Self::LatePeer => crate::Instruments::NONE,
+        }
+    }
+}
+
+/// What a standard submission evaluates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Load {
+    /// Small materialised values.
+    Light,
+    /// Lazy tensor work that keeps the submission pending for a while.
+    Heavy,
 }
 
 /// Either kind of completion, behind one interface.
@@ -86,13 +113,17 @@ pub(crate) enum Handle<H: Harness> {
 }
 
 impl<H: Harness> Handle<H> {
+    /// `is_complete()`, which must not block (EXC-1; see [`guarded`]).
     pub(crate) fn is_complete(&self) -> Result<bool, String> {
-        match self {
+        guarded("is_complete()", "EXC-1", slack::BLOCKED, || match self {
             Self::Plain(c) => c.is_complete().map_err(|e| e.to_string()),
             Self::Communication(c) => c.is_complete().map_err(|e| e.to_string()),
-        }
+        })
     }
 
+    /// `wait()` on work that may still be running: bounded only by the
+    /// case watchdog. Use [`Handle::wait_on_complete`] where the work is known
+    /// to have completed.
     pub(crate) fn wait(&self) -> Result<(), String> {
         match self {
             Self::Plain(c) => c.wait().map_err(|e| e.to_string()),
@@ -100,11 +131,28 @@ impl<H: Harness> Handle<H> {
         }
     }
 
+    /// `wait()` on work already reported complete (or terminal): it has
+    /// nothing left to wait for, so it must return at once (EXC-4).
+    pub(crate) fn wait_on_complete(&self) -> Result<(), String> {
+        guarded(
+            "wait() on work already reported complete",
+            "EXC-4",
+            slack::BLOCKED,
+            || self.wait(),
+        )
+    }
+
+    /// `resources_releasable()`, which must not block (EXC-8).
     pub(crate) fn resources_releasable(&self) -> bool {
-        match self {
-            Self::Plain(c) => c.resources_releasable(),
-            Self::Communication(c) => c.resources_releasable(),
-        }
+        guarded(
+            "resources_releasable()",
+            "EXC-8",
+            slack::BLOCKED,
+            || match self {
+                Self::Plain(c) => c.resources_releasable(),
+                Self::Communication(c) => c.resources_releasable(),
+            },
+        )
     }
 
     /// `None` for plain completions, which have no bounded wait.
@@ -143,11 +191,14 @@ pub(crate) struct Submitted<H: Harness> {
     pub(crate) output_probes: Vec<Probe>,
     /// Checks the outputs' values after completion; dropping it drops the outputs.
     pub(crate) verify: Option<Verify<H>>,
+    /// For lazy work: until when it is certainly pending, and how long it may
+    /// take to complete.
+    pub(crate) lazy: Option<(Instant, Duration)>,
 }
 
 /// Makes one standard submission on the calling rank, on the given executor.
 pub(crate) type Submit<H> =
-    fn(&RankCtx<'_, H>, &crate::harness::Executor<H>) -> Result<Submitted<H>, Finding>;
+    fn(&RankCtx<'_, H>, &crate::harness::Executor<H>, Load) -> Result<Submitted<H>, Finding>;
 
 /// One row of the completion matrix.
 pub(crate) struct Driver<H: Harness> {
@@ -199,7 +250,41 @@ impl<H: Harness> Pending<'_, '_, H> {
     /// Releases, then waits (bounded) for the work to complete.
     pub(crate) fn release_and_wait(&mut self) -> Result<(), String> {
         self.release();
-        wait_within(&self.submitted.completion, slack::RELEASE)
+        wait_within(
+            &self.submitted.completion,
+            self.submitted.completes_within(),
+        )
+    }
+
+    /// Whether the work is certainly still pending now: not released (hold,
+    /// late peer), and for lazy work, its known pending while not over.
+    pub(crate) fn surely_pending(&self) -> bool {
+        !self.released && self.submitted.surely_pending()
+    }
+
+    /// `Ok` while the work is certainly still pending; otherwise the attempt is
+    /// inconclusive (lazy work may have finished before `what`), and the
+    /// runner retries it with more work.
+    pub(crate) fn confirm(&self, what: &str) -> Check {
+        if self.surely_pending() {
+            Ok(())
+        } else {
+            Err(crate::check::setup(format!(
+                "the lazy work that kept the subject pending may have finished before {what}"
+            )))
+        }
+    }
+}
+
+impl<H: Harness> Submitted<H> {
+    /// Whether lazy work is certainly still pending (always, for other work).
+    pub(crate) fn surely_pending(&self) -> bool {
+        self.lazy.is_none_or(|(until, _)| Instant::now() < until)
+    }
+
+    /// How long released work may take to complete.
+    pub(crate) fn completes_within(&self) -> Duration {
+        slack::RELEASE + self.lazy.map_or(Duration::ZERO, |(_, takes)| takes * 4)
     }
 }
 
@@ -215,7 +300,7 @@ pub(crate) fn wait_within<H: Harness>(
     completion: &Handle<H>,
     limit: Duration,
 ) -> Result<(), String> {
-    let start = std::time::Instant::now();
+    let start = Instant::now();
     loop {
         match completion.is_complete() {
             Ok(true) => return Ok(()),
@@ -245,11 +330,15 @@ impl<H: Harness> Driver<H> {
     ) -> Result<Pending<'c, 'w, H>, Finding> {
         let hold = match self.pending {
             PendingVia::Hold => Some(ctx.hold(executor)?),
-            PendingVia::LatePeer => None,
+            PendingVia::Lazy | PendingVia::LatePeer => None,
+        };
+        let load = match self.pending {
+            PendingVia::Lazy => Load::Heavy,
+            PendingVia::Hold | PendingVia::LatePeer => Load::Light,
         };
         let round = ctx.rounds.get();
         ctx.rounds.set(round + 1);
-        let submitted = (self.submit)(ctx, executor)?;
+        let submitted = (self.submit)(ctx, executor, load)?;
         Ok(Pending {
             submitted,
             ctx,
@@ -267,7 +356,7 @@ impl<H: Harness> Driver<H> {
             let next = join(round);
             match ctx.await_any_signal(&[&next, DONE], slack::RELEASE * 4) {
                 Some(0) => {
-                    let submitted = (self.submit)(ctx, ctx.executor())?;
+                    let submitted = (self.submit)(ctx, ctx.executor(), Load::Light)?;
                     let _ = wait_within(&submitted.completion, slack::RELEASE);
                 }
                 // Done, or the subject never released: its own script reports why.
@@ -279,7 +368,7 @@ impl<H: Harness> Driver<H> {
 
     /// Submits on the rank's executor without keeping anything pending.
     pub(crate) fn submit(&self, ctx: &RankCtx<'_, H>) -> Result<Submitted<H>, Finding> {
-        (self.submit)(ctx, ctx.executor())
+        (self.submit)(ctx, ctx.executor(), Load::Light)
     }
 
     /// Runs `subject` on rank 0 and the late-peer role on every other rank.
@@ -313,80 +402,118 @@ fn probes<H: Harness>(ctx: &RankCtx<'_, H>, tensors: &[&crate::harness::Tensor<H
         .collect()
 }
 
-/// Verifies that `outputs` read back as `expected`.
+/// Verifies that `outputs` read back as `expected` (by the operation's
+/// comparison rule, [`Operation::same_values`]). A wrong value is a violation
+/// of the operation's value invariant ([`Operation::value_invariant`]), not of
+/// the retention or completion invariant whose check found it: it is recorded
+/// for that invariant and the verification passes.
 fn verify_tensors<H: Harness>(
-    operation: &'static str,
+    operation: Operation,
     outputs: Vec<crate::harness::Tensor<H>>,
     expected: Vec<Vec<f32>>,
 ) -> Verify<H> {
     Box::new(move |ctx: &RankCtx<'_, H>| {
         for (index, (output, expected)) in outputs.iter().zip(&expected).enumerate() {
             let got = ctx.read(output)?;
-            if got.len() != expected.len()
-                || got
-                    .iter()
-                    .zip(expected)
-                    .any(|(a, b)| a.to_bits() != b.to_bits())
-            {
-                return Err(Finding::Violation(format!(
-                    "{operation} on rank {}: output {index} is {got:?}, expected {expected:?}",
-                    ctx.rank()
-                )));
+            if !operation.same_values(&got, expected) {
+                attribute_value(
+                    ctx,
+                    operation,
+                    format!(
+                        "{operation} on rank {}: output {index} is {got:?}, expected {expected:?}",
+                        ctx.rank()
+                    ),
+                );
             }
         }
         Ok(())
     })
 }
 
+/// Records a wrong output value of `operation` against its value invariant.
+fn attribute_value<H: Harness>(ctx: &RankCtx<'_, H>, operation: Operation, message: String) {
+    if let Some(id) = operation.value_invariant() {
+        ctx.attribute(id, message);
+    }
+}
+
+/// The input of a local submission: small materialised values, or lazy
+/// work (with until when it is certainly pending, and how long it takes).
+fn local_input<H: Harness>(
+    ctx: &RankCtx<'_, H>,
+    load: Load,
+) -> Result<(crate::harness::Tensor<H>, Option<(Instant, Duration)>), Finding> {
+    match load {
+        Load::Light => Ok((ctx.tensor(&values(ctx.rank(), 4), &[4])?, None)),
+        Load::Heavy => {
+            let heavy = crate::lazy::heavy(ctx)?;
+            Ok((heavy.tensor, Some((heavy.pending_until, heavy.takes))))
+        }
+    }
+}
+
 fn local_dependencies<H: Harness>(
     ctx: &RankCtx<'_, H>,
     executor: &crate::harness::Executor<H>,
+    load: Load,
 ) -> Result<Submitted<H>, Finding> {
-    let input = ctx.tensor(&values(ctx.rank(), 4), &[4])?;
+    let (input, lazy) = local_input(ctx, load)?;
     let input_probes = probes(ctx, &[&input]);
     let submission = Backend::<H>::submit_local_dependencies([&input], executor)
-        .map_err(|e| Finding::Violation(format!("submit_local_dependencies failed: {e}")))?;
+        .map_err(|e| crate::check::setup(format!("submit_local_dependencies failed: {e}")))?;
     Ok(Submitted {
         completion: Handle::Communication(submission.completion),
         input_probes,
         output_probes: Vec::new(),
         verify: None,
+        lazy,
     })
 }
 
 fn plain_submit<H: Harness>(
     ctx: &RankCtx<'_, H>,
     executor: &crate::harness::Executor<H>,
+    load: Load,
 ) -> Result<Submitted<H>, Finding> {
-    let input = ctx.tensor(&values(ctx.rank(), 4), &[4])?;
+    let (input, lazy) = local_input(ctx, load)?;
     let input_probes = probes(ctx, &[&input]);
     let completion = Backend::<H>::submit(executor, [&input])
-        .map_err(|e| Finding::Violation(format!("submit failed: {e}")))?;
+        .map_err(|e| crate::check::setup(format!("submit failed: {e}")))?;
     Ok(Submitted {
         completion: Handle::Plain(completion),
         input_probes,
         output_probes: Vec::new(),
         verify: None,
+        lazy,
     })
 }
 
+/// How local work is kept pending for a harness: its hold, or lazy work.
+pub(crate) fn local_pending(instruments: crate::Instruments) -> PendingVia {
+    if instruments.hold {
+        PendingVia::Hold
+    } else {
+        PendingVia::Lazy
+    }
+}
+
 /// The local-dependencies row.
-pub(crate) fn local_dependencies_driver<H: Harness>() -> Driver<H> {
+pub(crate) fn local_dependencies_driver<H: Harness>(pending: PendingVia) -> Driver<H> {
     Driver {
         subject: Subject::LocalDependencies,
         ranks: 1,
-        pending: PendingVia::Hold,
+        pending,
         submit: local_dependencies::<H>,
         family: Vec::new,
     }
 }
 
 /// The plain-submission row.
-pub(crate) fn submit_driver<H: Harness>() -> Driver<H> {
+pub(crate) fn submit_driver<H: Harness>(pending: PendingVia) -> Driver<H> {
     Driver {
         subject: Subject::Submit,
         ranks: 1,
-        pending: PendingVia::Hold,
+        pending,
         submit: plain_submit::<H>,
         family: Vec::new,
     }
@@ -406,8 +533,17 @@ fn operation_driver<H: Harness>(
     }
 }
 
-fn failed(operation: Operation, error: impl std::fmt::Display) -> Finding {
-    Finding::Violation(format!("{operation} submission failed: {error}"))
+/// A standard submission the backend refused: the kit's inputs are valid, so
+/// this is the operation's value invariant's business (recorded there), and
+/// the case could not set up its check.
+fn failed<H: Harness>(
+    ctx: &RankCtx<'_, H>,
+    operation: Operation,
+    error: impl std::fmt::Display,
+) -> Finding {
+    let message = format!("the standard {operation} submission failed: {error}");
+    attribute_value(ctx, operation, message.clone());
+    crate::check::setup(message)
 }
 
 /// Communication submission with one input and one output tensor.
@@ -424,17 +560,18 @@ fn one_to_one<H: Harness>(
     >,
 ) -> Result<Submitted<H>, Finding> {
     let input_probes = probes(ctx, &[&input]);
-    let submission = submit(input).map_err(|e| failed(operation, e))?;
+    let submission = submit(input).map_err(|e| failed(ctx, operation, e))?;
     let output_probes = probes(ctx, &[&submission.output]);
     Ok(Submitted {
         completion: Handle::Communication(submission.completion),
         input_probes,
         output_probes,
         verify: Some(verify_tensors(
-            operation.name(),
+            operation,
             vec![submission.output],
             vec![expected],
         )),
+        lazy: None,
     })
 }
 
@@ -445,7 +582,7 @@ where
     operation_driver(
         Operation::AllReduceSum,
         crate::suites::sum::rows::<H>,
-        |ctx, executor| {
+        |ctx, executor, _| {
             let input = ctx.tensor(&values(ctx.rank(), 4), &[4])?;
             let expected = (0..4)
                 .map(|i| (0..ctx.size()).map(|r| values(r, 4)[i]).sum())
@@ -464,7 +601,7 @@ where
     operation_driver(
         Operation::AllGatherEven,
         crate::suites::gat::even_rows::<H>,
-        |ctx, executor| {
+        |ctx, executor, _| {
             let input = ctx.tensor(&values(ctx.rank(), 2), &[2])?;
             let expected = (0..ctx.size()).flat_map(|r| values(r, 2)).collect();
             one_to_one(ctx, Operation::AllGatherEven, input, expected, |input| {
@@ -481,7 +618,7 @@ where
     operation_driver(
         Operation::AllGatherUneven,
         crate::suites::gat::uneven_rows::<H>,
-        |ctx, executor| {
+        |ctx, executor, _| {
             let counts: Vec<usize> = (0..ctx.size()).map(|r| r + 1).collect();
             let own = counts[ctx.rank()];
             let input = ctx.tensor(&values(ctx.rank(), own), &[own])?;
@@ -500,7 +637,7 @@ where
     operation_driver(
         Operation::VariableAllToAll,
         crate::suites::a2a::rows::<H>,
-        |ctx, executor| {
+        |ctx, executor, _| {
             let n = ctx.size();
             let me = ctx.rank();
             let input = ctx.tensor(&values(me, n), &[n])?;
@@ -521,7 +658,7 @@ where
     operation_driver(
         Operation::Broadcast,
         crate::suites::brd::rows::<H>,
-        |ctx, executor| {
+        |ctx, executor, _| {
             // The root is the last rank: the subject (rank 0) waits for a late root.
             let root = ctx.size() - 1;
             let input = if ctx.rank() == root {
@@ -543,14 +680,15 @@ where
     operation_driver(
         Operation::Barrier,
         crate::suites::bar::rows::<H>,
-        |ctx, executor| {
+        |ctx, executor, _| {
             let completion = Backend::<H>::barrier(ctx.group(), executor)
-                .map_err(|e| failed(Operation::Barrier, e))?;
+                .map_err(|e| failed(ctx, Operation::Barrier, e))?;
             Ok(Submitted {
                 completion: Handle::Communication(completion),
                 input_probes: Vec::new(),
                 output_probes: Vec::new(),
                 verify: None,
+                lazy: None,
             })
         },
     )
@@ -563,30 +701,31 @@ where
     operation_driver(
         Operation::AgreeSuccess,
         crate::suites::agr::rows::<H>,
-        |ctx, executor| {
+        |ctx, executor, _| {
             let submission = Backend::<H>::agree_success(true, ctx.group(), executor)
-                .map_err(|e| failed(Operation::AgreeSuccess, e))?;
+                .map_err(|e| failed(ctx, Operation::AgreeSuccess, e))?;
             let output = submission.output;
-            let verify: Verify<H> =
-                Box::new(
-                    move |ctx: &RankCtx<'_, H>| match Backend::<H>::resolve_failure_agreement(
-                        output,
-                    ) {
-                        Ok(true) => Ok(()),
-                        Ok(false) => Err(Finding::Violation(format!(
-                            "agree_success on rank {}: every member submitted true, resolved false",
-                            ctx.rank()
-                        ))),
-                        Err(error) => Err(Finding::Violation(format!(
-                            "resolve_failure_agreement after completion failed: {error}"
-                        ))),
-                    },
+            let verify: Verify<H> = Box::new(move |ctx: &RankCtx<'_, H>| {
+                let wrong = match Backend::<H>::resolve_failure_agreement(output) {
+                    Ok(true) => return Ok(()),
+                    Ok(false) => "every member submitted true, resolved false".to_owned(),
+                    Err(error) => {
+                        format!("resolve_failure_agreement after completion failed: {error}")
+                    }
+                };
+                attribute_value(
+                    ctx,
+                    Operation::AgreeSuccess,
+                    format!("agree_success on rank {}: {wrong}", ctx.rank()),
                 );
+                Ok(())
+            });
             Ok(Submitted {
                 completion: Handle::Communication(submission.completion),
                 input_probes: Vec::new(),
                 output_probes: Vec::new(),
                 verify: Some(verify),
+                lazy: None,
             })
         },
     )
@@ -628,7 +767,7 @@ where
     operation_driver(
         Operation::SendReceive,
         crate::suites::p2p::rows::<H>,
-        |ctx, executor| {
+        |ctx, executor, _| {
             // The late peer (last rank) sends; the subject (rank 0) receives.
             let source = ctx.size() - 1;
             let route = ctx.route(ROUTE, source, 0)?;
@@ -642,14 +781,14 @@ where
             let framed = frame(ROUTE, "commcheck.matrix", &[vec![4]], vec![input])?;
             let submission =
                 Backend::<H>::send_receive(framed, std::borrow::Borrow::borrow(&route), executor)
-                    .map_err(|e| failed(Operation::SendReceive, e))?;
+                    .map_err(|e| failed(ctx, Operation::SendReceive, e))?;
             let output_probes = submission
                 .output
                 .iter()
                 .filter_map(|t| ctx.harness().probe(ctx.state(), t))
                 .collect();
             let verify = verify_tensors(
-                Operation::SendReceive.name(),
+                Operation::SendReceive,
                 submission.output,
                 vec![values(source, 4)],
             );
@@ -660,6 +799,7 @@ where
                 input_probes,
                 output_probes,
                 verify: Some(verify),
+                lazy: None,
             })
         },
     )

@@ -12,6 +12,7 @@ use crate::harness::{
     CompletionRef, Executor, Group, Harness, HoldGuard, Ledger, Observer, Probe, Tensor,
     TensorContext,
 };
+use crate::runner::results::Attributed;
 
 /// Host-side signals shared by the rank threads of one world.
 #[derive(Default)]
@@ -96,6 +97,69 @@ impl Signals {
     }
 }
 
+/// What the ranks of one case record beside their verdicts: notes on the
+/// verdict, and violations of other invariants than the case's own.
+#[derive(Default)]
+pub(crate) struct Journal {
+    notes: Mutex<Vec<String>>,
+    attributed: Mutex<Vec<Attributed>>,
+}
+
+impl Journal {
+    /// Everything recorded so far (notes without duplicates).
+    pub(crate) fn take(&self) -> (Vec<String>, Vec<Attributed>) {
+        let mut notes = std::mem::take(&mut *guard(&self.notes));
+        notes.dedup();
+        let mut attributed = std::mem::take(&mut *guard(&self.attributed));
+        attributed.dedup();
+        (notes, attributed)
+    }
+}
+
+/// A call into the backend that the kit expects to return at once, as the
+/// watcher of its rank sees it.
+#[derive(Clone)]
+struct Call {
+    what: &'static str,
+    invariant: &'static str,
+    started: Instant,
+    limit: Duration,
+}
+
+/// The call a rank thread is in, if any (see [`guarded`]).
+#[derive(Default)]
+pub(crate) struct CallWatch(Mutex<Option<Call>>);
+
+thread_local! {
+    /// The watch of the rank thread this is, if it is one.
+    static WATCH: std::cell::RefCell<Option<Arc<CallWatch>>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Runs `call`, a call into the backend that must return within `limit`
+/// (the invariant `invariant` says so). On a rank thread the world's
+/// supervisor watches it: once it has blocked for `limit`, the case ends at
+/// once with a failure of `invariant` (or, for another case's invariant, an
+/// inconclusive verdict attributing the hang to `invariant`), instead of
+/// waiting for the case watchdog.
+pub(crate) fn guarded<T>(
+    what: &'static str,
+    invariant: &'static str,
+    limit: Duration,
+    call: impl FnOnce() -> T,
+) -> T {
+    let watch = WATCH.with(|watch| watch.borrow().clone());
+    let Some(watch) = watch else { return call() };
+    let previous = guard(&watch.0).replace(Call {
+        what,
+        invariant,
+        started: Instant::now(),
+        limit,
+    });
+    let result = call();
+    *guard(&watch.0) = previous;
+    result
+}
+
 /// One rank's view of a case: its state, the harness, and the world's signals.
 pub struct RankCtx<'w, H: Harness> {
     harness: &'w H,
@@ -103,7 +167,9 @@ pub struct RankCtx<'w, H: Harness> {
     index: usize,
     size: usize,
     signals: &'w Signals,
+    journal: &'w Journal,
     seed: u64,
+    attempt: u32,
     /// Late-peer rounds this rank has started (see `matrix::Pending`).
     pub(crate) rounds: std::cell::Cell<usize>,
 }
@@ -122,6 +188,28 @@ impl<'w, H: Harness> RankCtx<'w, H> {
     /// The case's seed (for randomised cases).
     pub fn seed(&self) -> u64 {
         self.seed
+    }
+
+    /// Which attempt at the case this is (0 first; retries of an
+    /// inconclusive case use more lazy work).
+    pub fn attempt(&self) -> u32 {
+        self.attempt
+    }
+
+    /// Records a note on the case's verdict (e.g. why an invariant holds by
+    /// design although the provoked situation never arose).
+    pub fn note(&self, note: impl Into<String>) {
+        guard(&self.journal.notes).push(note.into());
+    }
+
+    /// Records a violation of `invariant`, another invariant than the case's
+    /// own, seen while checking it. It goes to the result file, never to the
+    /// case's verdict.
+    pub fn attribute(&self, invariant: &str, message: impl Into<String>) {
+        guard(&self.journal.attributed).push(Attributed {
+            invariant: invariant.to_owned(),
+            message: message.into(),
+        });
     }
 
     /// The harness.
@@ -164,32 +252,48 @@ impl<'w, H: Harness> RankCtx<'w, H> {
         harness(self.harness.route(&self.rank, id, source, destination))
     }
 
+    /// Why an instrument's method answered nothing: not declared
+    /// (`NotSupported`), or declared and then absent (a harness error).
+    fn absent(&self, declared: bool, instrument: &str, method: &str) -> Finding {
+        if declared {
+            Finding::Harness(format!(
+                "the harness declares the {instrument} instrument, but `Harness::{method}` answered nothing"
+            ))
+        } else {
+            Finding::NotSupported(format!("the harness provides no {instrument} instrument"))
+        }
+    }
+
     /// Holds `executor` (the hold instrument), or reports it unsupported.
     pub fn hold(&self, executor: &Executor<H>) -> Result<HoldGuard, Finding> {
+        let declared = self.harness.instruments().hold;
         self.harness
             .hold(&self.rank, executor)
-            .ok_or_else(|| Finding::NotSupported("the harness provides no hold instrument".into()))
+            .ok_or_else(|| self.absent(declared, "hold", "hold"))
     }
 
     /// A liveness probe on `tensor`, or `NotSupported`.
     pub fn probe(&self, tensor: &Tensor<H>) -> Result<Probe, Finding> {
+        let declared = self.harness.instruments().probe;
         self.harness
             .probe(&self.rank, tensor)
-            .ok_or_else(|| Finding::NotSupported("the harness provides no liveness probe".into()))
+            .ok_or_else(|| self.absent(declared, "liveness probe", "probe"))
     }
 
     /// The resource ledger, or `NotSupported`.
     pub fn ledger(&self) -> Result<Ledger, Finding> {
+        let declared = self.harness.instruments().ledger;
         self.harness
             .ledger(&self.rank)
-            .ok_or_else(|| Finding::NotSupported("the harness provides no resource ledger".into()))
+            .ok_or_else(|| self.absent(declared, "resource ledger", "ledger"))
     }
 
     /// An observer on `completion`, or `NotSupported`.
     pub fn observer(&self, completion: CompletionRef<'_, H>) -> Result<Observer, Finding> {
-        self.harness.observer(completion).ok_or_else(|| {
-            Finding::NotSupported("the harness provides no completion observer".into())
-        })
+        let declared = self.harness.instruments().observer;
+        self.harness
+            .observer(completion)
+            .ok_or_else(|| self.absent(declared, "observer", "observer"))
     }
 
     /// Makes the next native work item on `executor` fail, or `NotSupported`.
@@ -197,9 +301,8 @@ impl<'w, H: Harness> RankCtx<'w, H> {
         if self.harness.inject_fault(&self.rank, executor) {
             Ok(())
         } else {
-            Err(Finding::NotSupported(
-                "the harness provides no fault injection".into(),
-            ))
+            let declared = self.harness.instruments().fault;
+            Err(self.absent(declared, "fault injection", "inject_fault"))
         }
     }
 
@@ -208,9 +311,8 @@ impl<'w, H: Harness> RankCtx<'w, H> {
         if self.harness.fail_next_submission(&self.rank, executor) {
             Ok(())
         } else {
-            Err(Finding::NotSupported(
-                "the harness provides no submission fault injection".into(),
-            ))
+            let declared = self.harness.instruments().fault;
+            Err(self.absent(declared, "fault injection", "fail_next_submission"))
         }
     }
 
@@ -238,6 +340,14 @@ pub(crate) enum WorldEnd {
     Crashed { rank: usize, message: String },
     /// Not every rank returned in time.
     TimedOut { ranks: Vec<usize> },
+    /// A rank blocked in a call the kit expects to return at once (see
+    /// [`guarded`]).
+    Blocked {
+        rank: usize,
+        what: &'static str,
+        invariant: &'static str,
+        limit: Duration,
+    },
 }
 
 /// The per-rank script of a case.
@@ -254,36 +364,63 @@ pub(crate) fn run_world<H: Harness>(
     seed: u64,
     limit: Duration,
     script: Script<H>,
+    run: &Run,
 ) -> WorldEnd {
     let (report, reports) = mpsc::channel::<(usize, std::thread::Result<Check>)>();
+    let watches: Vec<Arc<CallWatch>> = (0..ranks).map(|_| Arc::default()).collect();
     let supervisor = {
         let report = report.clone();
+        let watches = watches.clone();
+        let journal = Arc::clone(&run.journal);
+        let attempt = run.attempt;
         move || {
-            let world = match harness.world(ranks) {
-                Ok(world) => Arc::new(world),
-                Err(error) => {
+            let built = catch_unwind(AssertUnwindSafe(|| harness.world(ranks)));
+            let world = match built {
+                Ok(Ok(world)) => Arc::new(world),
+                Ok(Err(error)) => {
                     for rank in 0..ranks {
                         let _ = report.send((rank, Ok(Err(Finding::Harness(error.0.clone())))));
                     }
                     return;
                 }
+                Err(payload) => {
+                    let message = format!("in Harness::world: {}", panic_message(payload.as_ref()));
+                    let _ = report.send((0, Err(Box::new(message))));
+                    return;
+                }
             };
             let signals = Arc::new(Signals::default());
-            for index in 0..ranks {
-                let (harness, world, signals, script, report) = (
+            for (index, watch) in watches.into_iter().enumerate() {
+                let (harness, world, signals, script, report, journal) = (
                     Arc::clone(&harness),
                     Arc::clone(&world),
                     Arc::clone(&signals),
                     Arc::clone(&script),
                     report.clone(),
+                    Arc::clone(&journal),
                 );
                 let spawned = std::thread::Builder::new()
                     .name(format!("commcheck-rank-{index}"))
                     .spawn({
                         let report = report.clone();
                         move || {
+                            WATCH.with(|slot| *slot.borrow_mut() = Some(watch));
                             let outcome = catch_unwind(AssertUnwindSafe(|| {
-                                let rank = harness.rank(&world, index);
+                                let rank =
+                                    catch_unwind(AssertUnwindSafe(|| harness.rank(&world, index)))
+                                        .map_err(|payload| {
+                                            format!(
+                                                "in Harness::rank: {}",
+                                                panic_message(payload.as_ref())
+                                            )
+                                        });
+                                let rank = match rank {
+                                    Ok(rank) => rank,
+                                    Err(message) => {
+                                        let _ = signals.start_barrier(index, false, ranks, limit);
+                                        std::panic::resume_unwind(Box::new(message));
+                                    }
+                                };
                                 // No script starts before every rank's state exists.
                                 let started =
                                     signals.start_barrier(index, rank.is_ok(), ranks, limit);
@@ -295,7 +432,9 @@ pub(crate) fn run_world<H: Harness>(
                                     index,
                                     size: ranks,
                                     signals: &signals,
+                                    journal: &journal,
                                     seed,
+                                    attempt,
                                     rounds: std::cell::Cell::new(0),
                                 };
                                 script(&ctx)
@@ -323,8 +462,11 @@ pub(crate) fn run_world<H: Harness>(
     let deadline = Instant::now() + limit;
     let mut results: Vec<Option<Check>> = (0..ranks).map(|_| None).collect();
     while results.iter().any(Option::is_none) {
+        if let Some(blocked) = blocked(&watches) {
+            return blocked;
+        }
         let remaining = deadline.saturating_duration_since(Instant::now());
-        match reports.recv_timeout(remaining) {
+        match reports.recv_timeout(remaining.min(WATCH_PERIOD)) {
             Ok((rank, Ok(check))) => results[rank] = Some(check),
             Ok((rank, Err(payload))) => {
                 return WorldEnd::Crashed {
@@ -332,6 +474,7 @@ pub(crate) fn run_world<H: Harness>(
                     message: panic_message(payload.as_ref()),
                 }
             }
+            Err(mpsc::RecvTimeoutError::Timeout) if !remaining.is_zero() => {}
             Err(_) => {
                 let ranks = (0..ranks).filter(|r| results[*r].is_none()).collect();
                 return WorldEnd::TimedOut { ranks };
@@ -339,6 +482,41 @@ pub(crate) fn run_world<H: Harness>(
         }
     }
     WorldEnd::Finished(results.into_iter().flatten().collect())
+}
+
+/// How often the supervisor looks at the ranks' guarded calls.
+const WATCH_PERIOD: Duration = Duration::from_millis(20);
+
+/// The first rank whose guarded call has blocked beyond its limit.
+fn blocked(watches: &[Arc<CallWatch>]) -> Option<WorldEnd> {
+    watches.iter().enumerate().find_map(|(rank, watch)| {
+        let call = guard(&watch.0).clone()?;
+        (call.started.elapsed() >= call.limit).then_some(WorldEnd::Blocked {
+            rank,
+            what: call.what,
+            invariant: call.invariant,
+            limit: call.limit,
+        })
+    })
+}
+
+/// What one attempt at a case shares with its world runs.
+#[derive(Default)]
+pub(crate) struct Run {
+    /// Notes and attributed violations of the case.
+    pub(crate) journal: Arc<Journal>,
+    /// Which attempt this is (0 first).
+    pub(crate) attempt: u32,
+}
+
+impl Run {
+    /// Records a violation of `invariant` seen by the supervisor.
+    pub(crate) fn journal_attribute(&self, invariant: &str, message: &str) {
+        guard(&self.journal.attributed).push(Attributed {
+            invariant: invariant.to_owned(),
+            message: message.to_owned(),
+        });
+    }
 }
 
 /// The message of a panic payload.
@@ -363,7 +541,14 @@ pub fn run_script<H: Harness>(
     limit: Duration,
     script: impl Fn(&RankCtx<'_, H>) -> Check + Send + Sync + 'static,
 ) -> Result<(), String> {
-    match run_world(harness, ranks, seed, limit, Arc::new(script)) {
+    match run_world(
+        harness,
+        ranks,
+        seed,
+        limit,
+        Arc::new(script),
+        &Run::default(),
+    ) {
         WorldEnd::Finished(checks) => {
             let problems: Vec<String> = checks
                 .into_iter()
@@ -382,5 +567,13 @@ pub fn run_script<H: Harness>(
         }
         WorldEnd::Crashed { rank, message } => Err(format!("rank {rank} panicked: {message}")),
         WorldEnd::TimedOut { ranks } => Err(format!("rank(s) {ranks:?} timed out after {limit:?}")),
+        WorldEnd::Blocked {
+            rank,
+            what,
+            invariant,
+            limit,
+        } => Err(format!(
+            "rank {rank}: {what} had not returned after {limit:?} ({invariant})"
+        )),
     }
 }

@@ -141,6 +141,11 @@ fn testcase(case: &ReportCase, out: &mut String) {
                 waiver.map_or("", |w| w.link.as_str()),
             ))
         )),
+        Status::Inconclusive => Some(format!(
+            "      <error type=\"inconclusive\" message=\"{}\">{}</error>\n",
+            escape(&format!("inconclusive: {message}")),
+            escape(message)
+        )),
         Status::Fail | Status::Timeout | Status::Crash | Status::Flaky => Some(format!(
             "      <failure type=\"{}\" message=\"{}\">{}</failure>\n",
             case.status,

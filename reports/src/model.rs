@@ -40,6 +40,8 @@ pub enum Status {
     Crash,
     /// A timing check failed, then passed on its retry.
     Flaky,
+    /// The check could not establish its precondition; nothing was learnt.
+    Inconclusive,
     /// A failure listed in the expectations file (with a reason and a link).
     Waived,
     /// A case listed in the expectations file that passed.
@@ -48,13 +50,14 @@ pub enum Status {
 
 impl Status {
     /// Every status, in report order.
-    pub const ALL: [Status; 8] = [
+    pub const ALL: [Status; 9] = [
         Self::Pass,
         Self::Fail,
         Self::NotSupported,
         Self::Timeout,
         Self::Crash,
         Self::Flaky,
+        Self::Inconclusive,
         Self::Waived,
         Self::UnexpectedPass,
     ];
@@ -67,6 +70,7 @@ impl Status {
             (Verdict::Pass, true) => Self::UnexpectedPass,
             (Verdict::Pass, false) => Self::Pass,
             (Verdict::NotSupported, _) => Self::NotSupported,
+            (Verdict::Inconclusive, _) => Self::Inconclusive,
             (_, true) => Self::Waived,
             (Verdict::Fail, false) => Self::Fail,
             (Verdict::Timeout, false) => Self::Timeout,
@@ -84,6 +88,7 @@ impl Status {
             Self::Timeout => "timeout",
             Self::Crash => "crash",
             Self::Flaky => "flaky",
+            Self::Inconclusive => "inconclusive",
             Self::Waived => "waived",
             Self::UnexpectedPass => "unexpected-pass",
         }

@@ -206,7 +206,7 @@ pub fn check_sequence_with<H: Harness>(
             }
         })
     };
-    let end = run_world(harness, 2, 0, options.limit, script);
+    let end = run_world(harness, 2, 0, options.limit, script, &Default::default());
     let mut shared = lock(&shared);
     let Progress { step, op, hint } = std::mem::take(&mut shared.progress);
     let world_failure = |id, message| Divergence {
@@ -238,6 +238,17 @@ pub fn check_sequence_with<H: Harness>(
                 options.limit
             ),
         )),
+        WorldEnd::Blocked {
+            rank,
+            what,
+            invariant,
+            limit,
+        } => Err(Divergence {
+            step,
+            op,
+            id: Some(invariant),
+            message: format!("{what} on rank {rank} had not returned after {limit:?}"),
+        }),
     }
 }
 

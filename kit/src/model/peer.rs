@@ -69,7 +69,7 @@ pub(crate) fn late_peer<H: Harness>(ctx: &RankCtx<'_, H>) -> Check {
         match ctx.await_any_signal(&refs, IDLE) {
             Some(0) => {}
             Some(index) if index <= drivers.len() => {
-                match (drivers[index - 1].submit)(ctx, ctx.executor()) {
+                match (drivers[index - 1].submit)(ctx, ctx.executor(), crate::matrix::Load::Light) {
                     Ok(mut submitted) => {
                         drop(submitted.verify.take());
                         joined.push((round, submitted.completion));

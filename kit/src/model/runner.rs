@@ -56,9 +56,9 @@ fn harness_breach(message: String) -> Breach {
 fn from_finding(finding: Finding, id: &'static str, what: &str) -> Breach {
     match finding {
         Finding::Violation(message) => breach(id, format!("{what}: {message}")),
-        Finding::NotSupported(message) | Finding::Harness(message) => {
-            harness_breach(format!("{what}: {message}"))
-        }
+        Finding::NotSupported(message)
+        | Finding::Harness(message)
+        | Finding::Inconclusive(message) => harness_breach(format!("{what}: {message}")),
     }
 }
 
@@ -433,8 +433,10 @@ impl<'c, 'w, H: Harness> Runner<'c, 'w, H> {
 
     fn driver(&self, work: Work) -> Option<(Driver<H>, usize)> {
         match work {
-            Work::LocalDependencies => Some((matrix::local_dependencies_driver::<H>(), 0)),
-            Work::Submit => Some((matrix::submit_driver::<H>(), 0)),
+            Work::LocalDependencies => {
+                Some((matrix::local_dependencies_driver::<H>(PendingVia::Hold), 0))
+            }
+            Work::Submit => Some((matrix::submit_driver::<H>(PendingVia::Hold), 0)),
             Work::Operation(index) => {
                 let index = usize::from(index).checked_rem(self.drivers.len())?;
                 Some((self.drivers[index], index))
@@ -476,12 +478,12 @@ impl<'c, 'w, H: Harness> Runner<'c, 'w, H> {
                 .inject_fault(self.ctx.state(), self.lane(lane));
         let via = match driver.pending {
             PendingVia::Hold if self.instruments.hold => Via::Hold,
-            PendingVia::Hold => Via::Unheld,
+            PendingVia::Hold | PendingVia::Lazy => Via::Unheld,
             PendingVia::LatePeer => Via::LatePeer,
         };
         let what = format!("submission {}", self.model.subs.len());
         let submitted = match via {
-            Via::Unheld => (driver.submit)(self.ctx, self.lane(lane))
+            Via::Unheld => (driver.submit)(self.ctx, self.lane(lane), matrix::Load::Light)
                 .map(|submitted| Live::new(None, Some(submitted), driver_index)),
             Via::Hold | Via::LatePeer => driver
                 .pending_on(self.ctx, self.lane(lane))

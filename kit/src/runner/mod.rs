@@ -23,7 +23,7 @@ use libtest_mimic::{Arguments, Completion, Failed, Trial};
 use crate::case::{catalogue, Case};
 use crate::check::Finding;
 use crate::harness::Harness;
-use crate::world::{run_world, WorldEnd};
+use crate::world::{run_world, Run, WorldEnd};
 use results::{CaseResult, RunResults, Verdict, RESULTS_SCHEMA};
 
 /// Cases [`run_cases`] runs at once (`COMMCHECK_JOBS`, default 2).
@@ -64,25 +64,53 @@ fn case_seed(base: u64, name: &str) -> u64 {
         })
 }
 
-/// One attempt's verdict and message.
-fn attempt<H: Harness>(harness: &Arc<H>, case: &Case<H>, seed: u64) -> (Verdict, Option<String>) {
+/// What one attempt at a case found.
+struct Attempt {
+    verdict: Verdict,
+    message: Option<String>,
+    /// The world sizes it ran on.
+    worlds: Vec<usize>,
+}
+
+/// One attempt at `case`: a fresh world of each of its sizes in turn, until
+/// one does not pass.
+fn attempt<H: Harness>(harness: &Arc<H>, case: &Case<H>, seed: u64, run: &Run) -> Attempt {
     let script = match &case.script {
         Ok(script) => Arc::clone(script),
-        Err(reason) => return (Verdict::NotSupported, Some(reason.clone())),
+        Err(reason) => {
+            return Attempt {
+                verdict: Verdict::NotSupported,
+                message: Some(reason.clone()),
+                worlds: Vec::new(),
+            }
+        }
     };
     let limit = case_limit();
+    let mut worlds = Vec::new();
     for &ranks in &case.worlds {
-        let (verdict, message) = classify(
-            case,
+        worlds.push(ranks);
+        let end = run_world(
+            Arc::clone(harness),
             ranks,
-            run_world(Arc::clone(harness), ranks, seed, limit, Arc::clone(&script)),
+            seed,
             limit,
+            Arc::clone(&script),
+            run,
         );
+        let (verdict, message) = classify(case, ranks, end, limit, run);
         if verdict != Verdict::Pass {
-            return (verdict, message);
+            return Attempt {
+                verdict,
+                message,
+                worlds,
+            };
         }
     }
-    (Verdict::Pass, None)
+    Attempt {
+        verdict: Verdict::Pass,
+        message: None,
+        worlds,
+    }
 }
 
 /// The verdict of one world run.
@@ -91,12 +119,14 @@ fn classify<H: Harness>(
     ranks: usize,
     end: WorldEnd,
     limit: Duration,
+    run: &Run,
 ) -> (Verdict, Option<String>) {
     let world = if case.worlds.len() > 1 {
         format!(" (world of {ranks})")
     } else {
         String::new()
     };
+    let id = case.invariant.id;
     match end {
         WorldEnd::Crashed { rank, message } => (
             Verdict::Crash,
@@ -108,18 +138,43 @@ fn classify<H: Harness>(
                 "rank(s) {ranks:?}{world} did not finish within {limit:?} (hung in backend or harness code)"
             )),
         ),
+        WorldEnd::Blocked {
+            rank,
+            what,
+            invariant,
+            limit,
+        } => {
+            let seen = format!(
+                "{what} on rank {rank}{world} had not returned after {limit:?}; the call must not block"
+            );
+            if invariant == id {
+                (Verdict::Fail, Some(format!("{id} violated: {seen}")))
+            } else {
+                run.journal_attribute(invariant, &seen);
+                (
+                    Verdict::Inconclusive,
+                    Some(format!(
+                        "{invariant} violated while checking {id} (recorded for {invariant}): {seen}"
+                    )),
+                )
+            }
+        }
         WorldEnd::Finished(checks) => {
             let mut failures = Vec::new();
+            let mut inconclusive = Vec::new();
             let mut unsupported = Vec::new();
             for (rank, check) in checks.into_iter().enumerate() {
                 match check {
                     Ok(()) => {}
                     Err(Finding::Violation(message)) => failures.push(format!(
-                        "{} violated on rank {rank}{world}: {message}",
-                        case.invariant.id
+                        "{id} violated on rank {rank}{world}: {message}"
                     )),
                     Err(Finding::Harness(message)) => failures.push(format!(
                         "{}: harness error on rank {rank}{world}: {message}",
+                        case.name()
+                    )),
+                    Err(Finding::Inconclusive(message)) => inconclusive.push(format!(
+                        "{}: inconclusive on rank {rank}{world}, {id} not checked: {message}",
                         case.name()
                     )),
                     Err(Finding::NotSupported(reason)) => unsupported.push(reason),
@@ -127,6 +182,8 @@ fn classify<H: Harness>(
             }
             if !failures.is_empty() {
                 (Verdict::Fail, Some(failures.join("; ")))
+            } else if !inconclusive.is_empty() {
+                (Verdict::Inconclusive, Some(inconclusive.join("; ")))
             } else if let Some(reason) = unsupported.into_iter().next() {
                 (Verdict::NotSupported, Some(reason))
             } else {
@@ -136,24 +193,52 @@ fn classify<H: Harness>(
     }
 }
 
-/// Runs one case in this process: one attempt, a retry for timing checks.
+/// Attempts an inconclusive case may take in all (each with more lazy work).
+const INCONCLUSIVE_ATTEMPTS: u32 = 3;
+
+/// Runs one case in this process: one attempt; a retry for a timing check
+/// that failed; more attempts, each with more lazy work, while inconclusive.
 pub(crate) fn execute<H: Harness>(harness: &Arc<H>, case: &Case<H>, base: u64) -> CaseResult {
     let started = Instant::now();
     let seed = case_seed(base, &case.name());
-    let (mut verdict, mut message) = attempt(harness, case, seed);
+    let mut run = Run::default();
+    let mut tried = attempt(harness, case, seed, &run);
     let mut attempts = 1;
-    if case.timing && verdict == Verdict::Fail {
-        attempts = 2;
-        let (second, second_message) = attempt(harness, case, seed);
-        if second == Verdict::Pass {
-            verdict = Verdict::Flaky;
-            message = message.map(|m| format!("failed, then passed on retry: {m}"));
+    while tried.verdict == Verdict::Inconclusive && attempts < INCONCLUSIVE_ATTEMPTS {
+        run.attempt = attempts;
+        tried = attempt(harness, case, seed, &run);
+        attempts += 1;
+    }
+    if case.timing && tried.verdict == Verdict::Fail {
+        run.attempt = attempts;
+        attempts += 1;
+        let second = attempt(harness, case, seed, &run);
+        if second.verdict == Verdict::Pass {
+            tried.verdict = Verdict::Flaky;
+            tried.message = tried
+                .message
+                .map(|m| format!("failed, then passed on retry: {m}"));
         } else {
-            verdict = second;
-            message = second_message;
+            tried = second;
         }
     }
-    result(case, verdict, message, attempts, started.elapsed(), seed)
+    let (notes, attributed) = run.journal.take();
+    let mut result = result(
+        case,
+        tried.verdict,
+        tried.message,
+        attempts,
+        started.elapsed(),
+        seed,
+    );
+    result.worlds = tried.worlds;
+    result.notes = if result.verdict == Verdict::Pass {
+        notes
+    } else {
+        Vec::new()
+    };
+    result.attributed = attributed;
+    result
 }
 
 pub(crate) fn result<H: Harness>(
@@ -175,6 +260,10 @@ pub(crate) fn result<H: Harness>(
         attempts,
         millis: elapsed.as_millis() as u64,
         seed,
+        evidence: case.evidence,
+        worlds: Vec::new(),
+        notes: Vec::new(),
+        attributed: Vec::new(),
     }
 }
 
@@ -237,6 +326,7 @@ fn summary<H: Harness>(harness: &H, seed: u64, cases: Vec<CaseResult>) -> RunRes
         claims: harness.claims().operations(),
         seed,
         cases,
+        calibration: crate::lazy::calibration(harness),
     }
 }
 
@@ -312,6 +402,11 @@ pub fn run_with<H: Harness>(
                     Verdict::NotSupported => Ok(Completion::ignored_with(format!(
                         "not-supported: {}",
                         result.message.clone().unwrap_or_default()
+                    ))),
+                    Verdict::Inconclusive => Err(Failed::from(format!(
+                        "inconclusive (not a pass, not a failure of the invariant): {}\n(case seed {}; replay the run with COMMCHECK_SEED={base})",
+                        result.message.clone().unwrap_or_default(),
+                        result.seed
                     ))),
                     verdict => Err(Failed::from(format!(
                         "{verdict}: {}\n(case seed {}; replay the run with COMMCHECK_SEED={base})",

@@ -24,6 +24,10 @@ pub enum Verdict {
     Crash,
     /// A timing check failed, then passed on its retry; never certifies.
     Flaky,
+    /// The check could not establish its precondition (e.g. work that should
+    /// be pending finished first), even on retries with more work. Nothing was
+    /// learnt about the invariant: never certifies, never blames it.
+    Inconclusive,
 }
 
 impl Verdict {
@@ -36,10 +40,12 @@ impl Verdict {
             Self::Timeout => "timeout",
             Self::Crash => "crash",
             Self::Flaky => "flaky",
+            Self::Inconclusive => "inconclusive",
         }
     }
 
-    /// Whether the verdict counts as a failure of the backend.
+    /// Whether the verdict counts as a failure of the backend (`inconclusive`
+    /// does not: it never certifies, but blames nothing).
     pub fn is_failure(self) -> bool {
         matches!(self, Self::Fail | Self::Timeout | Self::Crash | Self::Flaky)
     }
@@ -74,6 +80,75 @@ pub struct CaseResult {
     pub millis: u64,
     /// Seed of the case's randomness.
     pub seed: u64,
+    /// What the verdict rests on: `instrumented` when the case used an
+    /// instrument of the harness, `black-box` when it used the public API only.
+    #[serde(default)]
+    pub evidence: Evidence,
+    /// The world sizes the case ran on (empty when it did not run).
+    #[serde(default)]
+    pub worlds: Vec<usize>,
+    /// Remarks on a verdict, e.g. why an invariant holds by the backend's
+    /// design although the situation the check provokes never arose.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+    /// Violations of *other* invariants seen while this case ran (a wrong
+    /// output value found by a retention check belongs to the operation's
+    /// value invariant, e.g. `SUM-1`). They never change this case's verdict.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attributed: Vec<Attributed>,
+}
+
+/// What a case's verdict rests on.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum Evidence {
+    /// The public API of the backend only (late peers, lazy tensor work,
+    /// second handles the backend's own types offer).
+    #[default]
+    BlackBox,
+    /// At least one instrument of the harness.
+    Instrumented,
+}
+
+impl Evidence {
+    /// The evidence as results spell it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::BlackBox => "black-box",
+            Self::Instrumented => "instrumented",
+        }
+    }
+}
+
+/// A violation of another invariant than the case's own, seen during the case.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Attributed {
+    /// The invariant the observation violates, e.g. `SUM-1`.
+    pub invariant: String,
+    /// What was seen.
+    pub message: String,
+}
+
+/// How the kit made local work pending without the hold instrument: lazy
+/// tensor work of the backend's own, sized once per run (see
+/// [`crate::lazy`]).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Calibration {
+    /// The operation chained, e.g. `matmul`.
+    pub operation: String,
+    /// Side of the square matrices.
+    pub size: usize,
+    /// Operations in the chain.
+    pub chain: usize,
+    /// Measured duration of building, submitting and completing one chain
+    /// (the fastest of the calibration runs), in milliseconds.
+    pub millis: u64,
+    /// Or why no such work could be made (an eager backend, tensor
+    /// operations that fail...): local subjects then need the hold.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unavailable: Option<String>,
 }
 
 /// Everything one run found.
@@ -93,6 +168,9 @@ pub struct RunResults {
     pub seed: u64,
     /// Case results, in catalogue order.
     pub cases: Vec<CaseResult>,
+    /// The lazy-work calibration of this run, when a case needed one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calibration: Option<Calibration>,
 }
 
 impl RunResults {
@@ -107,7 +185,7 @@ impl RunResults {
                 }
                 let count = |v: Verdict| cases.iter().filter(|c| c.verdict == v).count();
                 Some(format!(
-                    "{family}: {} cases: {} pass, {} fail, {} not-supported, {} timeout, {} crash, {} flaky",
+                    "{family}: {} cases: {} pass, {} fail, {} not-supported, {} timeout, {} crash, {} flaky, {} inconclusive",
                     cases.len(),
                     count(Verdict::Pass),
                     count(Verdict::Fail),
@@ -115,6 +193,7 @@ impl RunResults {
                     count(Verdict::Timeout),
                     count(Verdict::Crash),
                     count(Verdict::Flaky),
+                    count(Verdict::Inconclusive),
                 ))
             })
             .collect()

@@ -219,6 +219,7 @@ where
     let output = output_of(ctx, &what, submitted)?;
     check_output(
         ctx,
+        crate::Operation::VariableAllToAll,
         || {
             format!(
                 "{}: output should be the slices sent to this member, in peer order",

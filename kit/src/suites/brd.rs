@@ -165,16 +165,24 @@ fn matches_root<H: Harness>(
         ctx.size(),
         ctx.rank()
     );
-    Ok(match differs(ctx, output, &round.shape, expected)? {
-        None => Ok(()),
-        Some(Differs::Shape(shape)) => Err(format!(
-            "{what}: output shape {shape:?}, expected the root's {:?}",
-            round.shape
-        )),
-        Some(Differs::Values(got)) => Err(format!(
-            "{what}: output {got:?}, expected the root's input {expected:?} bit for bit"
-        )),
-    })
+    Ok(
+        match differs(
+            ctx,
+            crate::Operation::Broadcast,
+            output,
+            &round.shape,
+            expected,
+        )? {
+            None => Ok(()),
+            Some(Differs::Shape(shape)) => Err(format!(
+                "{what}: output shape {shape:?}, expected the root's {:?}",
+                round.shape
+            )),
+            Some(Differs::Values(got)) => Err(format!(
+                "{what}: output {got:?}, expected the root's input {expected:?} bit for bit"
+            )),
+        },
+    )
 }
 
 /// BRD-2: every member names the same out-of-range root (the group size, a

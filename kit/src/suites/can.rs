@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 use eredu_core::{BoundedCompletionOutcome, BoundedCompletionWait, CompletionCancellationMode};
 use eredu_runtime::backend::{CommunicationBackend, SubmissionBackend};
 
-use super::{bounded, must_complete, needs, settle, supported, take_probes, with_hold};
+use super::{bounded, must_complete, needs, settle, supported, take_probes};
 use crate::case::{Body, Row};
 use crate::check::{ensure, eventually, slack, Check, Finding};
 use crate::harness::{Backend, Harness, HoldGuard, Ledger, Observer, Probe, Tensor, WorkState};
@@ -49,63 +49,63 @@ pub(crate) fn rows<H: Harness>() -> Vec<Row<H>> {
         Row {
             id: "CAN-1",
             applies: bounded,
-            requires: with_hold(needs::NOTHING),
+            requires: needs::NOTHING,
             timing: false,
             body: Body::Matrix(completion_is_reported_exactly::<H>),
         },
         Row {
             id: "CAN-2",
             applies: bounded,
-            requires: with_hold(needs::NOTHING),
+            requires: needs::NOTHING,
             timing: true,
             body: Body::Matrix(deadline_is_honoured::<H>),
         },
         Row {
             id: "CAN-3",
             applies: bounded,
-            requires: with_hold(needs::NOTHING),
+            requires: needs::NOTHING,
             timing: false,
             body: Body::Matrix(reported_mode_is_the_policy_mode::<H>),
         },
         Row {
             id: "CAN-4",
             applies: bounded,
-            requires: with_hold(needs::NOTHING),
+            requires: needs::NOTHING,
             timing: false,
             body: Body::Matrix(supported_modes_are_honoured::<H>),
         },
         Row {
             id: "CAN-5",
             applies: bounded,
-            requires: with_hold(disposition),
+            requires: disposition,
             timing: false,
             body: Body::Matrix(native_cancel_finishes_teardown::<H>),
         },
         Row {
             id: "CAN-6",
             applies: bounded,
-            requires: with_hold(disposition),
+            requires: disposition,
             timing: false,
             body: Body::Matrix(quarantine_retains_until_completion::<H>),
         },
         Row {
             id: "CAN-7",
             applies: bounded,
-            requires: with_hold(disposition.and(needs::FAULT)),
+            requires: disposition.and(needs::FAULT),
             timing: false,
             body: Body::Matrix(errors_never_drop_live_work::<H>),
         },
         Row {
             id: "CAN-8",
             applies: bounded,
-            requires: with_hold(disposition),
+            requires: disposition,
             timing: false,
             body: Body::Matrix(edge_deadlines_are_safe::<H>),
         },
         Row {
             id: "CAN-9",
             applies: bounded,
-            requires: with_hold(needs::FAULT.and(needs::OBSERVER)),
+            requires: needs::FAULT.and(needs::OBSERVER),
             timing: false,
             body: Body::Matrix(failed_work_is_an_error::<H>),
         },

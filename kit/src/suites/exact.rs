@@ -4,6 +4,7 @@
 //! GAT, A2A, BRD, P2P) and SUB.
 
 use crate::check::{Check, Finding};
+use crate::claims::Operation;
 use crate::harness::{Harness, Tensor};
 use crate::violation;
 use crate::world::RankCtx;
@@ -137,10 +138,12 @@ pub(crate) enum Differs {
     Values(Vec<f32>),
 }
 
-/// Compares an output's shape, then its values bit for bit, with the
-/// expected ones; `None` when both match.
+/// Compares an output's shape, then its values with the expected ones by
+/// `operation`'s comparison rule ([`Operation::same_values`]: bit for bit,
+/// or numeric equality for sums); `None` when both match.
 pub(crate) fn differs<H: Harness>(
     ctx: &RankCtx<'_, H>,
+    operation: Operation,
     output: &Tensor<H>,
     shape: &[usize],
     expected: &[f32],
@@ -150,19 +153,20 @@ pub(crate) fn differs<H: Harness>(
         return Ok(Some(Differs::Shape(got_shape.to_vec())));
     }
     let got = ctx.read(output)?;
-    Ok((!same_bits(&got, expected)).then_some(Differs::Values(got)))
+    Ok((!operation.same_values(&got, expected)).then_some(Differs::Values(got)))
 }
 
-/// Checks an output's shape and (bit for bit) values; `what` names the
-/// operation, the rank and what the output should be.
+/// Checks an output's shape and values (by `operation`'s comparison rule);
+/// `what` names the operation, the rank and what the output should be.
 pub(crate) fn check_output<H: Harness>(
     ctx: &RankCtx<'_, H>,
+    operation: Operation,
     what: impl Fn() -> String,
     output: &Tensor<H>,
     shape: &[usize],
     expected: &[f32],
 ) -> Check {
-    match differs(ctx, output, shape, expected)? {
+    match differs(ctx, operation, output, shape, expected)? {
         None => Ok(()),
         Some(Differs::Shape(got_shape)) => Err(violation!(
             "{}: output shape {got_shape:?}, expected {shape:?}",

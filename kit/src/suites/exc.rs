@@ -19,7 +19,7 @@ use eredu_runtime::backend::{CommunicationBackend, SubmissionBackend};
 
 use super::{
     any_completion, complete, fork_one_lane, must_complete, needs, poll, settle, supported,
-    take_completion, take_probes, verify_outputs, with_hold, Polled,
+    take_completion, take_probes, verify_outputs, Polled,
 };
 use crate::case::{Body, Row};
 use crate::check::{ensure, eventually, slack, Check, Finding};
@@ -35,68 +35,67 @@ pub(crate) fn rows<H: Harness>() -> Vec<Row<H>> {
         Row {
             id: "EXC-1",
             applies: any_completion,
-            requires: with_hold(needs::NOTHING),
+            requires: needs::NOTHING,
             timing: true,
             body: Body::Matrix(is_complete_is_prompt_while_pending::<H>),
         },
         Row {
             id: "EXC-2",
             applies: any_completion,
-            requires: with_hold(needs::NOTHING),
+            requires: needs::NOTHING,
             timing: false,
             body: Body::Matrix(never_complete_before_the_work::<H>),
         },
         Row {
             id: "EXC-3",
             applies: any_completion,
-            requires: with_hold(needs::NOTHING),
+            requires: needs::NOTHING,
             timing: false,
             body: Body::Matrix(completion_is_monotonic::<H>),
         },
         Row {
             id: "EXC-4",
             applies: any_completion,
-            requires: with_hold(needs::OBSERVER),
+            requires: needs::NOTHING,
             timing: false,
             body: Body::Matrix(wait_waits_for_this_work_only::<H>),
         },
         Row {
             id: "EXC-5",
             applies: any_completion,
-            requires: with_hold(needs::NOTHING),
+            requires: needs::NOTHING,
             timing: false,
             body: Body::Matrix(complete_after_wait::<H>),
         },
         Row {
             id: "EXC-6",
             applies: any_completion,
-            requires: with_hold(needs::FAULT.and(needs::OBSERVER)),
+            requires: needs::FAULT.and(needs::HOLD).and(needs::OBSERVER),
             timing: false,
             body: Body::Matrix(errors_are_sticky::<H>),
         },
         Row {
             id: "EXC-7",
             applies: any_completion,
-            requires: with_hold(
-                needs::FAULT
-                    .and(needs::OBSERVER)
-                    .and(needs::PROBE)
-                    .and(needs::LEDGER),
-            ),
+            requires: needs::FAULT
+                .and(needs::HOLD)
+                .and(needs::OBSERVER)
+                .and(needs::PROBE)
+                .and(needs::LEDGER),
             timing: false,
             body: Body::Matrix(an_error_is_not_release::<H>),
         },
         Row {
             id: "EXC-8",
             applies: any_completion,
-            requires: with_hold(needs::FAULT.and(needs::OBSERVER)),
+            requires: needs::NOTHING,
             timing: true,
             body: Body::Matrix(releasable_is_prompt_conservative_and_inert::<H>),
         },
         Row {
             id: "EXC-9",
             applies: any_completion,
-            requires: with_hold(needs::NOTHING),
+            requires: needs::NOTHING,
             timing: true,
             body: Body::Matrix(releasable_agrees_with_completion::<H>),
         },
@@ -120,6 +119,7 @@ pub(crate) fn rows<H: Harness>() -> Vec<Row<H>> {
 fn kept_pending(driver: Driver<impl Harness>) -> &'static str {
     match driver.pending {
         PendingVia::Hold => "its executor was held",
+        PendingVia::Lazy => "it was evaluating lazy work known to take longer",
         PendingVia::LatePeer => "a peer had not joined yet",
     }
 }

@@ -141,6 +141,7 @@ where
         .collect();
     check_output(
         ctx,
+        crate::Operation::AllGatherEven,
         || {
             format!(
                 "{}: output should be the members' inputs concatenated in member order",
@@ -231,6 +232,7 @@ where
         .collect();
     check_output(
         ctx,
+        crate::Operation::AllGatherUneven,
         || {
             format!(
                 "{}: counts[i] is member i's extent along the axis, so the output's extent should \

@@ -23,7 +23,7 @@ use eredu_runtime::backend::SubmissionBackend;
 
 use crate::case::Row;
 use crate::check::{slack, Check, Finding};
-use crate::harness::{Backend, CommCompletion, Harness, Instruments, OwnedExecutor, Probe};
+use crate::harness::{Backend, CommCompletion, Executor, Harness, HoldGuard, OwnedExecutor, Probe};
 use crate::matrix::{wait_within, Handle, Pending, Subject, Submitted};
 use crate::world::RankCtx;
 
@@ -88,7 +88,7 @@ pub(crate) mod needs {
     };
 }
 
-/// Subjects kept pending by the hold instrument: rows on them also need it.
+/// Local subjects (kept pending by the hold instrument, or by lazy work).
 pub(crate) fn local(subject: Subject) -> bool {
     matches!(subject, Subject::LocalDependencies | Subject::Submit)
 }
@@ -103,11 +103,70 @@ pub(crate) fn bounded(subject: Subject) -> bool {
     subject == Subject::LocalDependencies || subject.operation().is_some()
 }
 
-/// The instruments a matrix row needs on top of `extra`: the hold, since local
-/// subjects are kept pending with it. (Operation subjects use late peers and
-/// would not need it, but one requirement per row keeps reports readable.)
-pub(crate) fn with_hold(extra: Instruments) -> Instruments {
-    extra.and(needs::HOLD)
+/// An executor kept busy: by the hold instrument when the harness provides
+/// it, otherwise by a submission of lazy work (black-box, busy for a known
+/// while only). Used where a check needs *another* lane blocked (EXC-4,
+/// SUB-1, SUB-3).
+pub(crate) struct Blocker<H: Harness> {
+    /// The submission that keeps the lane busy.
+    pub(crate) completion: Handle<H>,
+    hold: Option<HoldGuard>,
+    /// Lazy work: until when it is certainly busy, and how long it takes.
+    lazy: Option<(Instant, Duration)>,
+}
+
+impl<H: Harness> Blocker<H> {
+    /// Blocks `executor`; `factor` scales lazy work (to outlast other lazy
+    /// work of the same check).
+    pub(crate) fn block(
+        ctx: &RankCtx<'_, H>,
+        executor: &Executor<H>,
+        factor: usize,
+    ) -> Result<Self, Finding> {
+        let (hold, input, lazy) = if ctx.harness().instruments().hold {
+            (
+                Some(ctx.hold(executor)?),
+                ctx.tensor(&[1.0, 2.0], &[2])?,
+                None,
+            )
+        } else {
+            let heavy = crate::lazy::heavier(ctx, factor)?;
+            (None, heavy.tensor, Some((heavy.pending_until, heavy.takes)))
+        };
+        let completion = Backend::<H>::submit(executor, [&input])
+            .map(Handle::Plain)
+            .map_err(|e| crate::check::setup(format!("submit on the lane to block failed: {e}")))?;
+        Ok(Self {
+            completion,
+            hold,
+            lazy,
+        })
+    }
+
+    /// Whether the blocked lane is certainly still busy.
+    pub(crate) fn surely_busy(&self) -> bool {
+        self.lazy.is_none_or(|(until, _)| Instant::now() < until)
+            && (self.hold.is_some() || self.lazy.is_some())
+    }
+
+    /// `Ok` while the lane is certainly busy, otherwise inconclusive.
+    pub(crate) fn confirm(&self, what: &str) -> Check {
+        if self.surely_busy() {
+            Ok(())
+        } else {
+            Err(crate::check::setup(format!(
+                "the lazy work that blocked another lane may have finished before {what}"
+            )))
+        }
+    }
+
+    /// Unblocks the lane (a no-op for lazy work) and waits for its work.
+    pub(crate) fn release_and_finish(mut self, what: impl FnOnce() -> String) -> Check {
+        drop(self.hold.take());
+        let limit = slack::RELEASE + self.lazy.map_or(Duration::ZERO, |(_, takes)| takes * 4);
+        wait_within(&self.completion, limit)
+            .map_err(|error| Finding::Violation(format!("{}: {error}", what())))
+    }
 }
 
 /// Lets pending work try to (wrongly) complete.
@@ -132,7 +191,7 @@ pub(crate) fn all_live(probes: &[Probe]) -> bool {
 }
 
 /// Releases pending work and waits for it; a failure to complete is a
-/// violation of `id`.
+/// violation of `id` (it was kept pending by the kit, then let go).
 pub(crate) fn complete<H: Harness>(pending: &mut Pending<'_, '_, H>, id: &str) -> Check {
     pending.release_and_wait().map_err(|error| {
         Finding::Violation(format!("{id}: released work did not complete: {error}"))
@@ -166,7 +225,7 @@ pub(crate) fn take_completion<H: Harness>(
 ) -> Result<Handle<H>, Finding> {
     let stand_in = Backend::<H>::submit(ctx.executor(), std::iter::empty())
         .map(Handle::Plain)
-        .map_err(|e| Finding::Violation(format!("submit with no values failed: {e}")))?;
+        .map_err(|e| crate::check::setup(format!("submit with no values failed: {e}")))?;
     Ok(std::mem::replace(
         &mut pending.submitted.completion,
         stand_in,
@@ -176,10 +235,10 @@ pub(crate) fn take_completion<H: Harness>(
 /// One executor forked off the rank's executor.
 pub(crate) fn fork_one_lane<H: Harness>(ctx: &RankCtx<'_, H>) -> Result<OwnedExecutor<H>, Finding> {
     let mut lanes = Backend::<H>::fork_executors(ctx.executor(), 1)
-        .map_err(|e| Finding::Violation(format!("fork_executors(1) failed: {e}")))?;
+        .map_err(|e| crate::check::setup(format!("fork_executors(1) failed: {e}")))?;
     lanes
         .pop()
-        .ok_or_else(|| Finding::Violation("fork_executors(1) returned no executor".into()))
+        .ok_or_else(|| crate::check::setup("fork_executors(1) returned no executor (see SUB-1)"))
 }
 
 /// `supports_cancellation` of the backend's communication completion.

@@ -364,7 +364,7 @@ fn check_bundle<H: Harness>(ctx: &RankCtx<'_, H>, link: &Link, outputs: &[Tensor
     }
     for (index, (output, shape)) in outputs.iter().zip(&link.shapes).enumerate() {
         let expected = payload(ctx.seed(), link.id, index, shape);
-        let wrong = match differs(ctx, output, shape, &expected)? {
+        let wrong = match differs(ctx, crate::Operation::SendReceive, output, shape, &expected)? {
             None => continue,
             Some(Differs::Shape(got_shape)) => {
                 format!("{who}: value {index} has shape {got_shape:?}, expected {shape:?}")

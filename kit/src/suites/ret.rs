@@ -11,7 +11,7 @@ use eredu_runtime::backend::{CommunicationBackend, SubmissionBackend};
 
 use super::{
     all_live, any_completion, bounded, complete, fork_one_lane, local, must_complete, needs,
-    require_probes, settle, take_completion, take_probes, verify_outputs, with_hold,
+    require_probes, settle, take_completion, take_probes, verify_outputs,
 };
 use crate::case::{Body, Row};
 use crate::check::{ensure, eventually, slack, Check, Finding};
@@ -32,14 +32,14 @@ pub(crate) fn rows<H: Harness>() -> Vec<Row<H>> {
         Row {
             id: "RET-1",
             applies: local,
-            requires: with_hold(needs::PROBE),
+            requires: needs::PROBE,
             timing: false,
             body: Body::Matrix(inputs_outlive_their_handles::<H>),
         },
         Row {
             id: "RET-2",
             applies: any_completion,
-            requires: with_hold(needs::NOTHING),
+            requires: needs::NOTHING,
             timing: false,
             body: Body::Matrix(executor_outlives_its_handle::<H>),
         },
@@ -53,7 +53,7 @@ pub(crate) fn rows<H: Harness>() -> Vec<Row<H>> {
         Row {
             id: "RET-4",
             applies: any_completion,
-            requires: with_hold(needs::PROBE.and(needs::OBSERVER)),
+            requires: needs::PROBE.and(needs::OBSERVER),
             timing: false,
             body: Body::Matrix(dropping_a_completion_frees_nothing_live::<H>),
         },
@@ -67,21 +67,21 @@ pub(crate) fn rows<H: Harness>() -> Vec<Row<H>> {
         Row {
             id: "RET-6",
             applies: |s| s == Subject::Submit,
-            requires: with_hold(needs::NOTHING),
+            requires: needs::NOTHING,
             timing: false,
             body: Body::Matrix(retained_values_live_until_completion::<H>),
         },
         Row {
             id: "RET-7",
             applies: any_completion,
-            requires: with_hold(needs::PROBE.and(needs::LEDGER)),
+            requires: needs::PROBE.and(needs::LEDGER),
             timing: false,
             body: Body::Matrix(everything_is_released_after_completion::<H>),
         },
         Row {
             id: "RET-8",
             applies: |s| s == Subject::LocalDependencies,
-            requires: with_hold(needs::NOTHING),
+            requires: needs::NOTHING,
             timing: false,
             body: Body::Direct {
                 ranks: 2,

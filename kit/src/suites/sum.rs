@@ -140,6 +140,7 @@ where
     };
     check_output(
         ctx,
+        crate::Operation::AllReduceSum,
         || format!("{} should be {claim}", what()),
         &output,
         shape,
@@ -163,6 +164,7 @@ where
     let output = output_of(ctx, &what, submitted)?;
     check_output(
         ctx,
+        crate::Operation::AllReduceSum,
         || format!("{} should be the identity (bit for bit)", what()),
         &output,
         &[input.len()],
@@ -230,7 +232,14 @@ where
                      {shape:?}) should be the elementwise sum over members"
                 )
             };
-            check_output(ctx, what, output, shape, &expected)?;
+            check_output(
+                ctx,
+                crate::Operation::AllReduceSum,
+                what,
+                output,
+                shape,
+                &expected,
+            )?;
         }
         drop(kept);
         Ok(())

@@ -45,6 +45,10 @@ pub fn result(id: &str, subject: Subject, verdict: Verdict) -> CaseResult {
         attempts: 1,
         millis: 12,
         seed: 42,
+        evidence: commcheck::Evidence::BlackBox,
+        worlds: vec![1],
+        notes: Vec::new(),
+        attributed: Vec::new(),
     }
 }
 
@@ -74,6 +78,7 @@ pub fn results(verdicts: &[(&str, Subject, Verdict)]) -> RunResults {
         claims: vec![Operation::AllReduceSum],
         seed: 7,
         cases,
+        calibration: None,
     }
 }
 

@@ -1,0 +1,235 @@
+//! Pending local work without instruments: the backend's own lazy tensor
+//! work.
+//!
+//! `SubmissionBackend: NeuralBackend`, so every backend can build a chain of
+//! `matmul`s over square `f32` matrices (entries `1/n`, so every product
+//! equals its factors and nothing overflows). A chain built but not yet
+//! evaluated costs nothing; submitting it (`submit`, or
+//! `submit_local_dependencies`) makes the backend evaluate it, which keeps the
+//! submission pending for a while with no hold instrument.
+//!
+//! **Calibration.** Once per run and backend, the kit times building,
+//! submitting and completing chains, growing them until one takes about
+//! [`TARGET`]. The fastest of two runs is the calibration, recorded in the
+//! result file (operation, size, chain length, duration).
+//!
+//! **The guarantee.** Evaluation cannot start before the chain's construction
+//! started, and takes at least a third of the calibrated duration (slower
+//! under load, never much faster), so the work is certainly pending until
+//! `built_at + duration / 3`. A check that needs the work pending makes its
+//! observations, then confirms that this instant has not passed; if it has,
+//! the attempt is inconclusive and the runner retries it with twice the work.
+//!
+//! **Eager backends.** A backend that evaluates while the chain is built, or
+//! inside the submitting call, never shows this work pending: calibration then
+//! reports it, and the checks that need pending local work are
+//! `not-supported` with that reason (provide the hold instrument).
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use eredu_runtime::backend::SubmissionBackend;
+
+use crate::check::{slack, Finding};
+use crate::harness::{Backend, Harness, Tensor};
+use crate::matrix::Handle;
+use crate::runner::results::Calibration;
+use crate::world::RankCtx;
+
+/// Duration calibration aims for: a third of it covers every pending window
+/// the checks use (a few [`slack::SETTLE`]s, [`slack::DEADLINE`] and the
+/// calls around them).
+pub const TARGET: Duration = Duration::from_millis(600);
+
+/// The longest calibration may take before it gives up.
+const BUDGET: Duration = Duration::from_secs(30);
+
+/// Longest chain calibration builds.
+const MAX_CHAIN: usize = 512;
+
+/// Largest matrix side calibration uses.
+const MAX_SIZE: usize = 512;
+
+/// The operation chained.
+const OPERATION: &str = "matmul";
+
+/// Calibrations of this process, by backend identity.
+static CALIBRATIONS: Mutex<Option<HashMap<String, Calibration>>> = Mutex::new(None);
+
+fn key<H: Harness>(harness: &H) -> String {
+    let identity = harness.identity();
+    format!(
+        "{}\u{0}{}\u{0}{}",
+        identity.name, identity.version, identity.device
+    )
+}
+
+/// The calibration made for `harness`'s backend in this process, if any.
+pub fn calibration<H: Harness>(harness: &H) -> Option<Calibration> {
+    let calibrations = CALIBRATIONS.lock().unwrap_or_else(|p| p.into_inner());
+    calibrations.as_ref()?.get(&key(harness)).cloned()
+}
+
+/// The calibration for the backend of `ctx`, made on this rank if needed.
+fn calibrated<H: Harness>(ctx: &RankCtx<'_, H>) -> Calibration {
+    if let Some(known) = calibration(ctx.harness()) {
+        return known;
+    }
+    let made = match calibrate(ctx) {
+        Ok(made) => made,
+        Err(reason) => Calibration {
+            operation: OPERATION.into(),
+            size: 0,
+            chain: 0,
+            millis: 0,
+            unavailable: Some(reason),
+        },
+    };
+    let mut calibrations = CALIBRATIONS.lock().unwrap_or_else(|p| p.into_inner());
+    calibrations
+        .get_or_insert_with(HashMap::new)
+        .entry(key(ctx.harness()))
+        .or_insert(made)
+        .clone()
+}
+
+/// A built, unevaluated chain.
+struct Chain<H: Harness> {
+    tensor: Tensor<H>,
+    started: Instant,
+    built: Duration,
+}
+
+fn build<H: Harness>(ctx: &RankCtx<'_, H>, size: usize, chain: usize) -> Result<Chain<H>, String> {
+    let started = Instant::now();
+    let entry = 1.0 / size as f32;
+    let factor = ctx
+        .harness()
+        .tensor(ctx.state(), &vec![entry; size * size], &[size, size])
+        .map_err(|error| format!("making a {size}x{size} tensor failed: {error}"))?;
+    let mut tensor = eredu_nn::Tensor::matmul(&factor, &factor, ctx.context())
+        .map_err(|error| format!("{OPERATION} of {size}x{size} tensors failed: {error}"))?;
+    for _ in 1..chain {
+        tensor = eredu_nn::Tensor::matmul(&tensor, &factor, ctx.context())
+            .map_err(|error| format!("{OPERATION} of {size}x{size} tensors failed: {error}"))?;
+    }
+    Ok(Chain {
+        tensor,
+        started,
+        built: started.elapsed(),
+    })
+}
+
+/// Builds, submits and completes one chain; its total duration, or why it
+/// cannot serve as pending work.
+fn measure<H: Harness>(
+    ctx: &RankCtx<'_, H>,
+    size: usize,
+    chain: usize,
+) -> Result<Duration, String> {
+    let built = build(ctx, size, chain)?;
+    let submitting = Instant::now();
+    let completion = Backend::<H>::submit(ctx.executor(), [&built.tensor])
+        .map(Handle::<H>::Plain)
+        .map_err(|error| format!("submit of a {OPERATION} chain failed: {error}"))?;
+    let submitted = submitting.elapsed();
+    crate::matrix::wait_within(&completion, BUDGET)
+        .map_err(|error| format!("a submitted {OPERATION} chain did not complete: {error}"))?;
+    let total = built.started.elapsed();
+    if total >= slack::SETTLE && built.built * 2 >= total {
+        return Err(format!(
+            "the backend evaluates eagerly: building a chain of {chain} {OPERATION}s of {size}x{size} took \
+             {:?} of its {total:?}, so the work is done before it is submitted",
+            built.built
+        ));
+    }
+    if total >= slack::SETTLE && submitted * 2 >= total {
+        return Err(format!(
+            "the backend evaluates inside the submitting call: submit took {submitted:?} of the chain's \
+             {total:?}, so the work is done when its completion is returned"
+        ));
+    }
+    Ok(total)
+}
+
+fn calibrate<H: Harness>(ctx: &RankCtx<'_, H>) -> Result<Calibration, String> {
+    let start = Instant::now();
+    let (mut size, mut chain) = (32usize, 8usize);
+    loop {
+        let took = measure(ctx, size, chain)?.min(measure(ctx, size, chain)?);
+        if took >= TARGET {
+            return Ok(Calibration {
+                operation: OPERATION.into(),
+                size,
+                chain,
+                millis: took.as_millis() as u64,
+                unavailable: None,
+            });
+        }
+        if start.elapsed() >= BUDGET {
+            return Err(format!(
+                "calibration gave up after {BUDGET:?}: a chain of {chain} {OPERATION}s of {size}x{size} took only {took:?}"
+            ));
+        }
+        // Doubling the side costs 8x; take it while that stays below 2x the target.
+        if size < MAX_SIZE && took * 8 <= TARGET * 2 {
+            size *= 2;
+        } else if chain >= MAX_CHAIN {
+            return Err(format!(
+                "a chain of {chain} {OPERATION}s of {size}x{size} took only {took:?}, less than {TARGET:?}"
+            ));
+        } else {
+            let wanted = TARGET.as_secs_f64() * 1.25 / took.as_secs_f64().max(1e-6);
+            chain = ((chain as f64 * wanted).ceil() as usize).clamp(chain + 1, MAX_CHAIN);
+        }
+    }
+}
+
+/// Unevaluated work that will keep a submission of it pending.
+pub(crate) struct Heavy<H: Harness> {
+    /// The chain's result, not yet evaluated.
+    pub(crate) tensor: Tensor<H>,
+    /// Until when a submission of it is certainly pending.
+    pub(crate) pending_until: Instant,
+    /// About how long it takes (the calibrated duration, scaled).
+    pub(crate) takes: Duration,
+}
+
+/// Builds lazy work for `ctx`'s attempt (each retry doubles it), or
+/// `NotSupported` with the calibration's reason.
+pub(crate) fn heavy<H: Harness>(ctx: &RankCtx<'_, H>) -> Result<Heavy<H>, Finding> {
+    heavier(ctx, 1)
+}
+
+/// [`heavy`] with `factor` times the work (to outlast other lazy work).
+pub(crate) fn heavier<H: Harness>(
+    ctx: &RankCtx<'_, H>,
+    factor: usize,
+) -> Result<Heavy<H>, Finding> {
+    let calibration = calibrated(ctx);
+    if let Some(reason) = &calibration.unavailable {
+        return Err(Finding::NotSupported(format!(
+            "no pending local work without the hold instrument: {reason}"
+        )));
+    }
+    let scale = (1usize << ctx.attempt().min(4)) * factor.max(1);
+    let chain = calibration.chain * scale;
+    let built = build(ctx, calibration.size, chain).map_err(|error| {
+        Finding::NotSupported(format!(
+            "no pending local work without the hold instrument: {error}"
+        ))
+    })?;
+    let guaranteed = Duration::from_millis(calibration.millis) * scale as u32 / 3;
+    if built.built * 2 >= guaranteed {
+        return Err(crate::check::setup(format!(
+            "building the lazy work took {:?}, most of the {guaranteed:?} it is known to stay pending",
+            built.built
+        )));
+    }
+    Ok(Heavy {
+        tensor: built.tensor,
+        pending_until: built.started + guaranteed,
+        takes: Duration::from_millis(calibration.millis) * scale as u32,
+    })
+}
