@@ -1,0 +1,43 @@
+//! The CPU reference backend through a harness with **no instruments** reaches
+//! `core`: every class-A and class-M case passes on black-box evidence alone
+//! (late peers, lazy tensor work, second handles), and no class-I case is a
+//! pass unless it rests on black-box evidence.
+
+use commcheck::spec::Class;
+use commcheck::{run_cases, Evidence, Instruments, Verdict};
+use commcheck_reference::cpu::CpuHarness;
+
+#[test]
+fn no_instruments_reach_core() {
+    let results = run_cases(
+        CpuHarness::new().with_instruments(Instruments::NONE),
+        |_| true,
+    );
+    for line in results.family_summary() {
+        println!("{line}");
+    }
+    if let Some(calibration) = &results.calibration {
+        println!("calibration: {calibration:?}");
+    }
+    let mut wrong = Vec::new();
+    for case in &results.cases {
+        let ok = match case.class {
+            Class::A | Class::M => case.verdict == Verdict::Pass,
+            Class::I => matches!(case.verdict, Verdict::Pass | Verdict::NotSupported),
+        };
+        if !ok {
+            wrong.push(format!(
+                "{} ({:?}) {}: {}",
+                case.name,
+                case.class,
+                case.verdict,
+                case.message.clone().unwrap_or_default()
+            ));
+        }
+        if case.verdict == Verdict::Pass {
+            assert_eq!(case.evidence, Evidence::BlackBox, "{}", case.name);
+        }
+        assert!(case.attributed.is_empty(), "{}: {:?}", case.name, case.attributed);
+    }
+    assert!(wrong.is_empty(), "{} case(s):\n{}", wrong.len(), wrong.join("\n"));
+}
