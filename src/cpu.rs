@@ -6,8 +6,8 @@ use commcheck::{
     Observer, Operation, Probe, WireRecord, WorkState,
 };
 use commcheck_cpu::{
-    CompletionObserver, CpuBackend, CpuDevice, CpuExecutor, CpuGroup, CpuRoute, CpuTensor, Defect,
-    Phase,
+    CompletionObserver, CpuBackend, CpuCompletion, CpuDevice, CpuExecutor, CpuGroup, CpuRoute,
+    CpuTensor, Defect, Phase,
 };
 use eredu_runtime::CommunicationRouteId;
 
@@ -245,6 +245,10 @@ impl Harness for CpuHarness {
         }
         executor.fail_next_submission();
         true
+    }
+
+    fn second_handle(&self, completion: &CpuCompletion) -> Option<CpuCompletion> {
+        Some(completion.clone())
     }
 
     fn observer(&self, completion: CompletionRef<'_, Self>) -> Option<Observer> {

@@ -10,6 +10,7 @@ crate::mutants! {
     exc_7_error_releases => ErrorReleases,
     exc_8_releasable_early => ReleasableEarly,
     exc_8_releasable_runs_destructors => ReleasableRunsDestructors,
+    exc_8_releasable_after_deadline => ReleasableAfterDeadline,
     exc_9_releasable_never_true => ReleasableNeverTrue,
     exc_10_empty_local_deps_hang => EmptyLocalDepsHang,
 }

@@ -8,6 +8,7 @@
 mod a2a;
 mod agr;
 mod bar;
+mod black_box;
 mod brd;
 mod can;
 mod exc;
@@ -43,13 +44,18 @@ fn family(id: &str) -> &str {
 /// `fail` first; hung cases overlap (`COMMCHECK_JOBS`), as they use no CPU.
 const MUTANT_CASE_TIMEOUT_MS: &str = "11000";
 
-/// Runs the defect's own invariant and the sentinels of other families.
-pub fn prove(defect: Defect) -> RunResults {
+/// The watchdog and parallelism of mutant runs (set once per process).
+pub fn mutant_settings() {
     static WATCHDOG: std::sync::Once = std::sync::Once::new();
     WATCHDOG.call_once(|| {
         std::env::set_var("COMMCHECK_CASE_TIMEOUT_MS", MUTANT_CASE_TIMEOUT_MS);
         std::env::set_var("COMMCHECK_JOBS", "4");
     });
+}
+
+/// Runs the defect's own invariant and the sentinels of other families.
+pub fn prove(defect: Defect) -> RunResults {
+    mutant_settings();
     let id = defect.invariant();
     let results = run_cases(CpuHarness::with_defect(defect), |case| {
         let name = case.name();

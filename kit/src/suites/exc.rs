@@ -14,18 +14,18 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use eredu_core::{BoundedCompletionWait, CompletionCancellationMode};
+use eredu_core::{BoundedCompletionOutcome, BoundedCompletionWait, CompletionCancellationMode};
 use eredu_runtime::backend::{CommunicationBackend, SubmissionBackend};
 
 use super::{
-    any_completion, complete, fork_one_lane, must_complete, needs, poll, settle, supported,
-    take_completion, take_probes, verify_outputs, Polled,
+    any_completion, complete, fork_one_lane, needs, poll, settle, supported, take_completion,
+    take_probes, verify_outputs, Blocker, Polled,
 };
 use crate::case::{Body, Row};
 use crate::check::{ensure, eventually, slack, Check, Finding};
 use crate::harness::{Backend, Executor, Harness, HoldGuard, Observer, Probe, Tensor, WorkState};
 use crate::matrix::{wait_within, Driver, Handle, Pending, PendingVia, Subject};
-use crate::world::RankCtx;
+use crate::world::{guarded, RankCtx};
 
 /// How many extra observations a stickiness or monotonicity check makes.
 const REPEAT: usize = 64;
@@ -151,6 +151,19 @@ fn wait_succeeds<H: Harness>(completion: &Handle<H>, subject: Subject, when: &st
         .map_err(|error| Finding::Violation(format!("{subject}: wait() {when} failed: {error}")))
 }
 
+/// [`wait_succeeds`] on work already reported complete: `wait()` has nothing
+/// left to wait for and must return at once (a hang fails EXC-4 within
+/// [`slack::BLOCKED`]).
+fn wait_on_complete_succeeds<H: Harness>(
+    completion: &Handle<H>,
+    subject: Subject,
+    when: &str,
+) -> Check {
+    completion
+        .wait_on_complete()
+        .map_err(|error| Finding::Violation(format!("{subject}: wait() {when} failed: {error}")))
+}
+
 /// A short bounded-wait policy in a mode the completion type supports (used
 /// on terminal work, where the mode does not matter, and for teardown).
 fn supported_policy<H: Harness>() -> Result<BoundedCompletionWait, Finding> {
@@ -244,6 +257,7 @@ fn is_complete_is_prompt_while_pending<H: Harness>(
         })?;
         settle();
     }
+    pending.confirm("the last is_complete() call")?;
     complete(&mut pending, "EXC-1")
 }
 
@@ -254,6 +268,9 @@ fn never_complete_before_the_work<H: Harness>(ctx: &RankCtx<'_, H>, driver: Driv
     let start = Instant::now();
     while start.elapsed() < slack::SETTLE {
         let seen = pending.submitted.completion.is_complete();
+        if matches!(seen, Ok(true)) {
+            pending.confirm("is_complete() returned Ok(true)")?;
+        }
         ensure(!matches!(seen, Ok(true)), || {
             format!(
                 "{}: is_complete() returned Ok(true) {:?} after submission, while the work could not have completed \
@@ -265,6 +282,7 @@ fn never_complete_before_the_work<H: Harness>(ctx: &RankCtx<'_, H>, driver: Driv
         })?;
         std::thread::sleep(Duration::from_millis(1));
     }
+    pending.confirm("the last is_complete() call")?;
     let observer = optional_observer(ctx, &pending.submitted.completion);
     complete(&mut pending, "EXC-2")?;
     if let Some(observer) = observer {
@@ -294,7 +312,7 @@ fn completion_is_monotonic<H: Harness>(ctx: &RankCtx<'_, H>, driver: Driver<H>) 
             )
         })?;
         if call % 16 == 0 {
-            wait_succeeds(
+            wait_on_complete_succeeds(
                 completion,
                 driver.subject,
                 "after is_complete() returned Ok(true)",
@@ -340,13 +358,14 @@ fn wait_waits_for_this_work_only<H: Harness>(ctx: &RankCtx<'_, H>, driver: Drive
 }
 
 /// EXC-4, first half: `wait()` right after release returns only once the
-/// observer reports the work completed.
+/// work completed: the observer reports it completed (when the harness has
+/// one), `is_complete()` agrees, and the outputs hold their values.
 fn wait_returns_only_after_completion<H: Harness>(
     ctx: &RankCtx<'_, H>,
     driver: Driver<H>,
 ) -> Check {
     let mut pending = driver.pending(ctx)?;
-    let observer = ctx.observer(pending.submitted.completion.as_ref())?;
+    let observer = optional_observer(ctx, &pending.submitted.completion);
     settle();
     pending.release();
     wait_succeeds(
@@ -354,57 +373,69 @@ fn wait_returns_only_after_completion<H: Harness>(
         driver.subject,
         "right after release",
     )?;
-    let state = observer.state();
-    ensure(state == WorkState::Completed, || {
+    if let Some(observer) = observer {
+        let state = observer.state();
+        ensure(state == WorkState::Completed, || {
+            format!(
+                "{}: wait() returned Ok(()) while the observer reported {state:?}; expected it to return only after completion",
+                driver.subject
+            )
+        })?;
+    }
+    // Black-box: the work is complete once wait() returned (a stale first
+    // query is EXC-5's business, so a few queries are allowed).
+    let completion = &pending.submitted.completion;
+    let seen: Vec<_> = (0..3).map(|_| completion.is_complete()).collect();
+    ensure(seen.iter().any(|seen| matches!(seen, Ok(true))), || {
         format!(
-            "{}: wait() returned Ok(()) while the observer reported {state:?}; expected it to return only after completion",
+            "{}: wait() returned Ok(()), yet is_complete() then returned {seen:?}; wait() must return only after this \
+             submission completed",
             driver.subject
         )
     })?;
     verify_outputs(&mut pending, ctx)
 }
 
-/// EXC-4, second half: a held submission on a forked lane delays neither
-/// the subject's work nor its `wait()`. `wait()` is called only once the
-/// observer reports the work completed, so it has nothing left to wait for.
+/// EXC-4, second half: a busy forked lane (held, or running lazy work)
+/// delays neither the subject's work nor its `wait()`: once the work is
+/// reported complete, `wait()` has nothing left to wait for and must return
+/// at once (a `wait()` that waits for the other lane fails within
+/// [`slack::BLOCKED`]), while the other lane is still busy.
 fn wait_ignores_a_blocked_lane<H: Harness>(ctx: &RankCtx<'_, H>, driver: Driver<H>) -> Check {
     let lane = fork_one_lane(ctx)?;
     let lane: &Executor<H> = std::borrow::Borrow::borrow(&lane);
-    let blocker = ctx.hold(lane)?;
-    let input = ctx.tensor(&[1.0, 2.0], &[2])?;
-    let other = Backend::<H>::submit(lane, [&input])
-        .map(Handle::<H>::Plain)
-        .map_err(|e| Finding::Violation(format!("submit on a forked lane failed: {e}")))?;
-    if matches!(other.is_complete(), Ok(true)) {
+    let blocker = Blocker::block(ctx, lane, 4)?;
+    if matches!(blocker.completion.is_complete(), Ok(true)) {
+        blocker.confirm("the blocked lane's work reported complete")?;
         return Err(Finding::Harness(
             "the hold instrument did not keep work on a forked lane pending".into(),
         ));
     }
     let mut pending = driver.pending(ctx)?;
-    let observer = ctx.observer(pending.submitted.completion.as_ref())?;
+    let observer = optional_observer(ctx, &pending.submitted.completion);
     pending.release();
-    ensure(
-        eventually(slack::RELEASE, || observer.state().is_terminal()),
-        || {
-            format!(
-            "{}: released work did not finish within {:?} while a submission on another executor lane was held \
-             (observer: {:?}); it must not wait for other lanes",
+    let limit = pending.submitted.completes_within();
+    let finished = match &observer {
+        Some(observer) => eventually(limit, || observer.state().is_terminal()),
+        None => wait_within(&pending.submitted.completion, limit).is_ok(),
+    };
+    blocker.confirm("the subject's work finished")?;
+    ensure(finished, || {
+        format!(
+            "{}: released work did not finish within {limit:?} while a submission on another executor lane was kept \
+             busy (observer: {:?}); it must not wait for other lanes",
             driver.subject,
-            slack::RELEASE,
-            observer.state()
+            observer.as_ref().map(Observer::state)
         )
-        },
-    )?;
-    wait_succeeds(
+    })?;
+    wait_on_complete_succeeds(
         &pending.submitted.completion,
         driver.subject,
-        "while another executor lane was blocked",
+        "on finished work while another executor lane was busy",
     )?;
+    blocker.confirm("wait() returned")?;
     verify_outputs(&mut pending, ctx)?;
-    blocker.release();
-    must_complete(&other, || {
-        "the submission on the forked lane did not complete once released".into()
-    })
+    blocker.release_and_finish(|| "the submission on the forked lane did not complete".into())
 }
 
 // ---------------------------------------------------------------------------
@@ -499,10 +530,11 @@ fn an_error_is_not_release<H: Harness>(ctx: &RankCtx<'_, H>, driver: Driver<H>) 
     drop(faulted.pending.submitted.verify.take());
     let Some(error) = faulted.error_while_held(subject)? else {
         faulted.release_and_finish(subject)?;
-        return Err(Finding::NotSupported(format!(
-            "{subject}: the backend reports the injected fault only after the work ended, so no error coexists with \
-             live work"
-        )));
+        ctx.note(format!(
+            "{subject}: the backend reported the injected fault only after the work ended, so an error never \
+             coexisted with live work: by design, no error can release live resources"
+        ));
+        return Ok(());
     };
     settle();
     nothing_released_while_live(&faulted, &probes, subject, &error, "the error was reported")?;
@@ -615,15 +647,39 @@ fn releasable<H: Harness>(
     Ok(releasable)
 }
 
-/// EXC-8: `resources_releasable()` is prompt, false while work is pending,
-/// false after an error while the work is live, and drops no value given to
-/// `retain_until_complete` inside the call.
+/// EXC-8, clause by clause: `resources_releasable()` is prompt and false
+/// while work is pending, and drops no value given to `retain_until_complete`
+/// inside the call (black-box); it is false after an error while the work is
+/// live (fault injection, hold and observer); and it is never true because a
+/// bounded wait timed out (read on a second handle after `wait_bounded`
+/// consumed the first: the observer's reading, or a second handle of the
+/// backend's own). A part that cannot run makes the case not-supported unless
+/// another part found a violation.
 fn releasable_is_prompt_conservative_and_inert<H: Harness>(
     ctx: &RankCtx<'_, H>,
     driver: Driver<H>,
 ) -> Check {
-    releasable_is_false_while_pending(ctx, driver)?;
-    releasable_is_false_after_an_error_while_live(ctx, driver)
+    let mut unchecked = Vec::new();
+    let parts: [&dyn Fn() -> Check; 3] = [
+        &|| releasable_is_false_while_pending(ctx, driver),
+        &|| releasable_is_false_after_an_error_while_live(ctx, driver),
+        &|| releasable_is_false_after_a_deadline(ctx, driver),
+    ];
+    for part in parts {
+        match part() {
+            Ok(()) => {}
+            Err(Finding::NotSupported(reason)) => unchecked.push(reason),
+            Err(finding) => return Err(finding),
+        }
+    }
+    if unchecked.is_empty() {
+        Ok(())
+    } else {
+        Err(Finding::NotSupported(format!(
+            "part not checked: {}",
+            unchecked.join("; ")
+        )))
+    }
 }
 
 /// EXC-8 on healthy work: false while pending, prompt throughout, and (plain
@@ -646,6 +702,9 @@ fn releasable_is_false_while_pending<H: Harness>(ctx: &RankCtx<'_, H>, driver: D
             subject,
             "while the work was pending",
         )?;
+        if seen {
+            pending.confirm("resources_releasable() returned true")?;
+        }
         ensure(!seen, || {
             format!(
                 "{subject}: resources_releasable() returned true while the work was pending because {}",
@@ -677,6 +736,14 @@ fn releasable_is_false_after_an_error_while_live<H: Harness>(
     driver: Driver<H>,
 ) -> Check {
     let subject = driver.subject;
+    let instruments = ctx.harness().instruments();
+    let missing = instruments.missing(needs::FAULT.and(needs::HOLD).and(needs::OBSERVER));
+    if !missing.is_empty() {
+        return Err(Finding::NotSupported(format!(
+            "the error clause needs the {} instrument",
+            missing.join(", ")
+        )));
+    }
     let mut faulted = Faulted::submit(ctx, driver, ctx.executor())?;
     let error = faulted.error_while_held(subject)?;
     let seen = releasable(
@@ -694,6 +761,120 @@ fn releasable_is_false_after_an_error_while_live<H: Harness>(
     faulted.release_and_finish(subject)
 }
 
+/// A reading of `resources_releasable()` that outlives the completion: the
+/// observer's, or a second handle of the backend's own.
+fn second_reading<H: Harness>(
+    ctx: &RankCtx<'_, H>,
+    completion: &Handle<H>,
+) -> Option<Box<dyn Fn() -> bool>> {
+    if let Some(observer) = optional_observer(ctx, completion) {
+        if observer.resources_releasable().is_some() {
+            return Some(Box::new(move || {
+                guarded(
+                    "resources_releasable() (observer)",
+                    "EXC-8",
+                    slack::BLOCKED,
+                    || observer.resources_releasable().unwrap_or(false),
+                )
+            }));
+        }
+    }
+    let Handle::Communication(completion) = completion else {
+        return None;
+    };
+    let second = Handle::<H>::Communication(ctx.harness().second_handle(completion)?);
+    Some(Box::new(move || second.resources_releasable()))
+}
+
+/// EXC-8's timeout clause: right after `wait_bounded` on pending work
+/// returned `DeadlineExceeded`, a second handle's `resources_releasable()` is
+/// not true while the work is still live. Under QuarantineUntilComplete the
+/// work is certainly live (its hold or late peer is not released, or its
+/// lazy work is certainly still running); under NativeCancel the teardown may
+/// have ended it, so `true` is a violation only while the observer reports
+/// live work.
+fn releasable_is_false_after_a_deadline<H: Harness>(
+    ctx: &RankCtx<'_, H>,
+    driver: Driver<H>,
+) -> Check {
+    let subject = driver.subject;
+    let mut checked = false;
+    for mode in [
+        CompletionCancellationMode::QuarantineUntilComplete,
+        CompletionCancellationMode::NativeCancel,
+    ] {
+        if !supported::<H>(mode) {
+            continue;
+        }
+        let mut pending = driver.pending(ctx)?;
+        if !pending.submitted.completion.is_bounded() {
+            // Plain submissions have no bounded wait: the clause does not apply.
+            return Ok(());
+        }
+        let observer = optional_observer(ctx, &pending.submitted.completion);
+        let Some(second) = second_reading(ctx, &pending.submitted.completion) else {
+            return Err(Finding::NotSupported(
+                "the timeout clause needs a second handle (an observer with a resources_releasable reading, or \
+                 Harness::second_handle)"
+                    .into(),
+            ));
+        };
+        if mode == CompletionCancellationMode::NativeCancel && observer.is_none() {
+            continue;
+        }
+        let completion = take_completion(ctx, &mut pending)?;
+        let policy = BoundedCompletionWait::new(slack::DEADLINE, mode)
+            .map_err(|e| Finding::Harness(e.to_string()))?;
+        let outcome = completion.wait_bounded(policy);
+        let Some(Ok(BoundedCompletionOutcome::DeadlineExceeded { .. })) = outcome else {
+            pending.confirm("the bounded wait returned")?;
+            continue;
+        };
+        for look in 0..2 {
+            let seen = second();
+            let live = match &observer {
+                Some(observer) => observer.state() == WorkState::Live,
+                None => pending.surely_pending(),
+            };
+            if seen && mode == CompletionCancellationMode::QuarantineUntilComplete {
+                pending.confirm("resources_releasable() on the second handle returned true")?;
+            }
+            ensure(!(seen && live), || {
+                format!(
+                    "{subject}: resources_releasable() on a second handle returned true {} wait_bounded({:?}, {mode:?}) \
+                     returned DeadlineExceeded, while the work was still live because {}; a timeout or a cancellation \
+                     request alone is no proof of release",
+                    if look == 0 { "right after" } else { "a moment after" },
+                    slack::DEADLINE,
+                    kept_pending(driver)
+                )
+            })?;
+            checked = true;
+            settle();
+        }
+        // Let quarantined work finish before the next round (natively
+        // cancelled late-peer rounds are kept unreleased until the case ends).
+        if mode == CompletionCancellationMode::QuarantineUntilComplete {
+            pending.release();
+            if let Some(observer) = &observer {
+                finished(observer, subject, "the quarantined work was released")?;
+            } else {
+                settle();
+            }
+        } else {
+            std::mem::forget(pending);
+        }
+    }
+    if checked {
+        Ok(())
+    } else {
+        Err(Finding::NotSupported(format!(
+            "{subject}: no bounded wait on pending work returned DeadlineExceeded (see CAN-4): the timeout clause \
+             had nothing to observe"
+        )))
+    }
+}
+
 /// EXC-9: `resources_releasable()` never contradicts `is_complete()`: false
 /// while pending, and true within `slack::RELEASE_RESOURCES` once the work
 /// completed successfully.
@@ -704,6 +885,9 @@ fn releasable_agrees_with_completion<H: Harness>(ctx: &RankCtx<'_, H>, driver: D
     let completion = &pending.submitted.completion;
     let releasable = completion.resources_releasable();
     let complete_now = completion.is_complete();
+    if releasable {
+        pending.confirm("resources_releasable() returned true")?;
+    }
     ensure(!releasable, || {
         format!(
             "{subject}: resources_releasable() returned true while the work was pending because {} \
