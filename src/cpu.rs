@@ -3,7 +3,7 @@
 
 use commcheck::{
     Claims, CompletionRef, Harness, HarnessError, HoldGuard, Identity, Instruments, Ledger,
-    Observer, Operation, Probe, WireRecord, WorkState,
+    Observer, Operation, Probe, WireRecord, WorkState, WorldSizes,
 };
 use commcheck_cpu::{
     CompletionObserver, CpuBackend, CpuCompletion, CpuDevice, CpuExecutor, CpuGroup, CpuRoute,
@@ -17,6 +17,7 @@ pub struct CpuHarness {
     defect: Option<Defect>,
     claimed: &'static [Operation],
     instruments: Instruments,
+    sizes: WorldSizes,
 }
 
 impl Default for CpuHarness {
@@ -32,6 +33,7 @@ impl CpuHarness {
             defect: None,
             claimed: &Operation::ALL,
             instruments: Instruments::ALL,
+            sizes: WorldSizes::Any,
         }
     }
 
@@ -57,6 +59,12 @@ impl CpuHarness {
             instruments,
             ..self
         }
+    }
+
+    /// Declares (and builds) only `sizes`, like a backend with one group per
+    /// process; building another size is refused.
+    pub fn with_world_sizes(self, sizes: WorldSizes) -> Self {
+        Self { sizes, ..self }
     }
 
     fn device(&self) -> CpuDevice {
@@ -129,7 +137,17 @@ impl Harness for CpuHarness {
         self.instruments
     }
 
+    fn world_sizes(&self) -> WorldSizes {
+        self.sizes
+    }
+
     fn world(&self, ranks: usize) -> Result<CpuWorld, HarnessError> {
+        if !self.sizes.contains(ranks) {
+            return Err(HarnessError(format!(
+                "a world of {ranks} ranks is not built: this harness builds {}",
+                self.sizes
+            )));
+        }
         Ok(CpuWorld {
             device: self.device(),
             size: ranks,

@@ -28,6 +28,12 @@ enum Mode {
     WorldFails,
     /// The harness cannot build a tensor.
     TensorFails,
+    /// `Harness::world` panics.
+    WorldPanics,
+    /// `Harness::rank` panics.
+    RankPanics,
+    /// The harness declares every instrument, but its probe answers nothing.
+    ProbeDeclaredButAbsent,
 }
 
 impl Mode {
@@ -39,6 +45,9 @@ impl Mode {
             Self::Aborts,
             Self::WorldFails,
             Self::TensorFails,
+            Self::WorldPanics,
+            Self::RankPanics,
+            Self::ProbeDeclaredButAbsent,
         ]
         .into_iter()
         .find(|mode| format!("{mode:?}") == name)
@@ -101,10 +110,16 @@ impl Harness for Hostile {
         if self.mode == Mode::WorldFails {
             return Err(HarnessError("no device available for a world".into()));
         }
+        if self.mode == Mode::WorldPanics {
+            panic!("hostile harness: world() panicked");
+        }
         self.inner.world(ranks)
     }
 
     fn rank(&self, world: &CpuWorld, rank: usize) -> Result<HostileRank, HarnessError> {
+        if self.mode == Mode::RankPanics {
+            panic!("hostile harness: rank() panicked");
+        }
         Ok(HostileRank {
             inner: self.inner.rank(world, rank)?,
             mode: self.mode,
@@ -164,6 +179,9 @@ impl Harness for Hostile {
     }
 
     fn probe(&self, rank: &HostileRank, tensor: &CpuTensor) -> Option<Probe> {
+        if self.mode == Mode::ProbeDeclaredButAbsent {
+            return None;
+        }
         self.inner.probe(&rank.inner, tensor)
     }
 
@@ -229,6 +247,23 @@ fn broken_harness_fails_clearly(mode: Mode, error: &str) -> Result<(), Failed> {
     if result.verdict != Verdict::Fail || !message.contains(case) || !message.contains(error) {
         return Err(format!(
             "{mode:?}: expected a fail naming {case} and {error:?}, got {} {message:?}",
+            result.verdict
+        )
+        .into());
+    }
+    Ok(())
+}
+
+/// A harness that panics while building a world or a rank is a `crash`
+/// naming the harness method, reported at once (not as a timeout).
+fn harness_panic_is_a_crash(mode: Mode, method: &str) -> Result<(), Failed> {
+    let case = "EXC-5::all_reduce_sum";
+    let results = run_cases(Hostile::new(mode), |c| c.name() == case);
+    let result = results.cases.first().ok_or("no result")?;
+    let message = result.message.clone().unwrap_or_default();
+    if result.verdict != Verdict::Crash || !message.contains(method) {
+        return Err(format!(
+            "{mode:?}: expected a crash naming {method}, got {} {message:?}",
             result.verdict
         )
         .into());
@@ -303,6 +338,21 @@ fn main() {
         Trial::test("harness_that_cannot_build_a_tensor_fails_clearly", || {
             broken_harness_fails_clearly(Mode::TensorFails, "out of tensor memory")
         }),
+        Trial::test("harness_whose_world_panics_is_a_crash", || {
+            harness_panic_is_a_crash(Mode::WorldPanics, "Harness::world")
+        }),
+        Trial::test("harness_whose_rank_panics_is_a_crash", || {
+            harness_panic_is_a_crash(Mode::RankPanics, "Harness::rank")
+        }),
+        Trial::test(
+            "harness_that_declares_an_absent_instrument_fails_clearly",
+            || {
+                broken_harness_fails_clearly(
+                    Mode::ProbeDeclaredButAbsent,
+                    "declares the liveness probe instrument",
+                )
+            },
+        ),
     ];
     libtest_mimic::run(&args, trials).exit();
 }

@@ -46,6 +46,8 @@ pub struct Case<H: Harness> {
     pub(crate) timing: bool,
     /// What the verdict rests on.
     pub(crate) evidence: Evidence,
+    /// The instruments the case needs on this subject.
+    pub(crate) needs: Instruments,
     /// `Err(reason)`: the case is not supported and will not run.
     pub(crate) script: Result<Script<H>, String>,
 }
@@ -75,6 +77,13 @@ impl<H: Harness> Case<H> {
     /// instrument of the harness, `black-box` otherwise.
     pub fn evidence(&self) -> Evidence {
         self.evidence
+    }
+
+    /// The instruments the case needs on its subject (its row's own, and
+    /// what keeps the subject's work pending: the hold for local subjects of
+    /// a harness that has one, nothing for late peers and lazy work).
+    pub fn needs(&self) -> Instruments {
+        self.needs
     }
 
     /// The world sizes the case runs on, in turn.
@@ -123,6 +132,7 @@ pub fn catalogue<H: Harness>(harness: &H) -> Vec<Case<H>> {
                 worlds: Vec::new(),
                 timing: false,
                 evidence: Evidence::BlackBox,
+                needs: Instruments::NONE,
                 script: Err(format!("{operation} is not claimed by this backend")),
             });
         }
@@ -185,6 +195,7 @@ pub fn catalogue<H: Harness>(harness: &H) -> Vec<Case<H>> {
                 worlds: if script.is_ok() { built } else { Vec::new() },
                 timing: row.timing,
                 evidence,
+                needs: needed,
                 script,
             });
         }

@@ -51,6 +51,9 @@ const MAX_CHAIN: usize = 512;
 /// Largest matrix side calibration uses.
 const MAX_SIZE: usize = 512;
 
+/// Longest run of products in one segment of a chain.
+const SEGMENT: usize = 16;
+
 /// The operation chained.
 const OPERATION: &str = "matmul";
 
@@ -108,12 +111,37 @@ fn build<H: Harness>(ctx: &RankCtx<'_, H>, size: usize, chain: usize) -> Result<
         .harness()
         .tensor(ctx.state(), &vec![entry; size * size], &[size, size])
         .map_err(|error| format!("making a {size}x{size} tensor failed: {error}"))?;
-    let mut tensor = eredu_nn::Tensor::matmul(&factor, &factor, ctx.context())
-        .map_err(|error| format!("{OPERATION} of {size}x{size} tensors failed: {error}"))?;
-    for _ in 1..chain {
-        tensor = eredu_nn::Tensor::matmul(&tensor, &factor, ctx.context())
-            .map_err(|error| format!("{OPERATION} of {size}x{size} tensors failed: {error}"))?;
+    let matmul = |lhs: &Tensor<H>| {
+        eredu_nn::Tensor::matmul(lhs, &factor, ctx.context())
+            .map_err(|error| format!("{OPERATION} of {size}x{size} tensors failed: {error}"))
+    };
+    // Segments of at most SEGMENT products, summed in a balanced tree, so the
+    // graph stays shallow however long the chain (a backend may evaluate it
+    // recursively).
+    let mut parts = Vec::new();
+    let mut left = chain.max(1);
+    while left > 0 {
+        let length = left.min(SEGMENT);
+        let mut part = matmul(&factor)?;
+        for _ in 1..length {
+            part = matmul(&part)?;
+        }
+        parts.push(part);
+        left -= length;
     }
+    while parts.len() > 1 {
+        let mut next = Vec::with_capacity(parts.len().div_ceil(2));
+        let mut pairs = parts.into_iter();
+        while let Some(first) = pairs.next() {
+            next.push(match pairs.next() {
+                Some(second) => eredu_nn::Tensor::add(&first, &second, ctx.context())
+                    .map_err(|error| format!("add of {size}x{size} tensors failed: {error}"))?,
+                None => first,
+            });
+        }
+        parts = next;
+    }
+    let tensor = parts.pop().ok_or("empty chain")?;
     Ok(Chain {
         tensor,
         started,

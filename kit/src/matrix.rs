@@ -328,13 +328,32 @@ impl<H: Harness> Driver<H> {
         ctx: &'c RankCtx<'w, H>,
         executor: &crate::harness::Executor<H>,
     ) -> Result<Pending<'c, 'w, H>, Finding> {
-        let hold = match self.pending {
-            PendingVia::Hold => Some(ctx.hold(executor)?),
-            PendingVia::Lazy | PendingVia::LatePeer => None,
-        };
         let load = match self.pending {
             PendingVia::Lazy => Load::Heavy,
             PendingVia::Hold | PendingVia::LatePeer => Load::Light,
+        };
+        self.submit_pending(ctx, executor, load)
+    }
+
+    /// The subject's side for a check that releases the work at once and
+    /// needs it pending only until then: lazy work is not needed (a light
+    /// submission), hold and late peers are as in [`Driver::pending`].
+    pub(crate) fn about_to_release<'c, 'w>(
+        &self,
+        ctx: &'c RankCtx<'w, H>,
+    ) -> Result<Pending<'c, 'w, H>, Finding> {
+        self.submit_pending(ctx, ctx.executor(), Load::Light)
+    }
+
+    fn submit_pending<'c, 'w>(
+        &self,
+        ctx: &'c RankCtx<'w, H>,
+        executor: &crate::harness::Executor<H>,
+        load: Load,
+    ) -> Result<Pending<'c, 'w, H>, Finding> {
+        let hold = match self.pending {
+            PendingVia::Hold => Some(ctx.hold(executor)?),
+            PendingVia::Lazy | PendingVia::LatePeer => None,
         };
         let round = ctx.rounds.get();
         ctx.rounds.set(round + 1);
@@ -395,11 +414,16 @@ fn values(rank: usize, len: usize) -> Vec<f32> {
     (0..len).map(|i| (rank * 16 + i + 1) as f32).collect()
 }
 
-fn probes<H: Harness>(ctx: &RankCtx<'_, H>, tensors: &[&crate::harness::Tensor<H>]) -> Vec<Probe> {
-    tensors
-        .iter()
-        .filter_map(|t| ctx.harness().probe(ctx.state(), t))
-        .collect()
+/// Probes on `tensors` when the harness provides the probe (none otherwise);
+/// a declared probe that answers nothing is a harness error.
+fn probes<H: Harness>(
+    ctx: &RankCtx<'_, H>,
+    tensors: &[&crate::harness::Tensor<H>],
+) -> Result<Vec<Probe>, Finding> {
+    if !ctx.harness().instruments().probe {
+        return Ok(Vec::new());
+    }
+    tensors.iter().map(|t| ctx.probe(t)).collect()
 }
 
 /// Verifies that `outputs` read back as `expected` (by the operation's
@@ -458,7 +482,7 @@ fn local_dependencies<H: Harness>(
     load: Load,
 ) -> Result<Submitted<H>, Finding> {
     let (input, lazy) = local_input(ctx, load)?;
-    let input_probes = probes(ctx, &[&input]);
+    let input_probes = probes(ctx, &[&input])?;
     let submission = Backend::<H>::submit_local_dependencies([&input], executor)
         .map_err(|e| crate::check::setup(format!("submit_local_dependencies failed: {e}")))?;
     Ok(Submitted {
@@ -476,7 +500,7 @@ fn plain_submit<H: Harness>(
     load: Load,
 ) -> Result<Submitted<H>, Finding> {
     let (input, lazy) = local_input(ctx, load)?;
-    let input_probes = probes(ctx, &[&input]);
+    let input_probes = probes(ctx, &[&input])?;
     let completion = Backend::<H>::submit(executor, [&input])
         .map_err(|e| crate::check::setup(format!("submit failed: {e}")))?;
     Ok(Submitted {
@@ -559,9 +583,9 @@ fn one_to_one<H: Harness>(
         <Backend<H> as CommunicationBackend>::CommunicationError,
     >,
 ) -> Result<Submitted<H>, Finding> {
-    let input_probes = probes(ctx, &[&input]);
+    let input_probes = probes(ctx, &[&input])?;
     let submission = submit(input).map_err(|e| failed(ctx, operation, e))?;
-    let output_probes = probes(ctx, &[&submission.output]);
+    let output_probes = probes(ctx, &[&submission.output])?;
     Ok(Submitted {
         completion: Handle::Communication(submission.completion),
         input_probes,
@@ -777,16 +801,13 @@ where
                 vec![0.0; 4]
             };
             let input = ctx.tensor(&payload, &[4])?;
-            let input_probes = probes(ctx, &[&input]);
+            let input_probes = probes(ctx, &[&input])?;
             let framed = frame(ROUTE, "commcheck.matrix", &[vec![4]], vec![input])?;
             let submission =
                 Backend::<H>::send_receive(framed, std::borrow::Borrow::borrow(&route), executor)
                     .map_err(|e| failed(ctx, Operation::SendReceive, e))?;
-            let output_probes = submission
-                .output
-                .iter()
-                .filter_map(|t| ctx.harness().probe(ctx.state(), t))
-                .collect();
+            let outputs: Vec<_> = submission.output.iter().collect();
+            let output_probes = probes(ctx, &outputs)?;
             let verify = verify_tensors(
                 Operation::SendReceive,
                 submission.output,

@@ -411,7 +411,7 @@ fn wait_ignores_a_blocked_lane<H: Harness>(ctx: &RankCtx<'_, H>, driver: Driver<
             "the hold instrument did not keep work on a forked lane pending".into(),
         ));
     }
-    let mut pending = driver.pending(ctx)?;
+    let mut pending = driver.about_to_release(ctx)?;
     let observer = optional_observer(ctx, &pending.submitted.completion);
     pending.release();
     let limit = pending.submitted.completes_within();
