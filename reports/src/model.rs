@@ -9,7 +9,8 @@ use std::collections::BTreeMap;
 
 use commcheck::spec::Class;
 use commcheck::{
-    Case, CaseResult, Harness, Identity, Instruments, Operation, RunResults, Subject, Verdict,
+    Attributed, Calibration, Case, CaseResult, Evidence, Harness, Identity, Instruments, Operation,
+    RunResults, Subject, Verdict,
 };
 use serde::{Deserialize, Serialize};
 
@@ -227,6 +228,19 @@ pub struct ReportCase {
     /// The expectations-file entry that applies to the case, if any.
     #[serde(default)]
     pub waiver: Option<Waiver>,
+    /// What the verdict rests on: `black-box` or `instrumented`.
+    #[serde(default)]
+    pub evidence: Evidence,
+    /// The world sizes the case ran on.
+    #[serde(default)]
+    pub worlds: Vec<usize>,
+    /// Notes on the verdict (e.g. why an invariant holds by design).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+    /// Violations of other invariants seen while the case ran; they belong to
+    /// those invariants and never change this case's status.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attributed: Vec<Attributed>,
     /// See [`crate::canonical`].
     #[serde(default)]
     pub fingerprint: String,
@@ -251,6 +265,10 @@ impl ReportCase {
                 reason: w.reason.clone(),
                 link: w.link.clone(),
             }),
+            evidence: result.evidence,
+            worlds: result.worlds.clone(),
+            notes: result.notes.clone(),
+            attributed: result.attributed.clone(),
             fingerprint: String::new(),
         };
         case.fingerprint = serde_json::to_value(&case)
@@ -300,6 +318,9 @@ pub struct Provenance {
     pub claims: Vec<Operation>,
     /// The run's base seed (each case records its own derived seed).
     pub seed: u64,
+    /// The lazy-work calibration of the run, when a case needed one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calibration: Option<Calibration>,
     /// When the report was written, in seconds since the Unix epoch.
     pub generated_unix: u64,
 }

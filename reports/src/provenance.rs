@@ -76,6 +76,7 @@ impl Environment {
             instruments: results.instruments,
             claims: results.claims.clone(),
             seed: results.seed,
+            calibration: results.calibration.clone(),
             generated_unix: self.generated_unix,
         }
     }
