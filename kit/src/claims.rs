@@ -9,114 +9,22 @@ use eredu_runtime::backend::{
     PointToPointBackend, SumReductionBackend, UnevenGatherBackend, VariableAllToAllBackend,
 };
 
+use crate::case::Row;
 use crate::harness::{Backend, Harness};
 use crate::matrix::{self, Driver};
-
-/// An operation trait of `eredu_runtime::backend`.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
-)]
-#[serde(rename_all = "snake_case")]
-pub enum Operation {
-    /// `SumReductionBackend::all_reduce_sum`.
-    AllReduceSum,
-    /// `EvenGatherBackend::all_gather_even`.
-    AllGatherEven,
-    /// `UnevenGatherBackend::all_gather_uneven`.
-    AllGatherUneven,
-    /// `VariableAllToAllBackend::variable_all_to_all`.
-    VariableAllToAll,
-    /// `PointToPointBackend::send_receive`.
-    SendReceive,
-    /// `BroadcastBackend::broadcast`.
-    Broadcast,
-    /// `BarrierBackend::barrier`.
-    Barrier,
-    /// `FailureAgreementBackend::agree_success`.
-    AgreeSuccess,
-}
-
-impl Operation {
-    /// Every operation, in SPEC order.
-    pub const ALL: [Operation; 8] = [
-        Self::AllReduceSum,
-        Self::AllGatherEven,
-        Self::AllGatherUneven,
-        Self::VariableAllToAll,
-        Self::SendReceive,
-        Self::Broadcast,
-        Self::Barrier,
-        Self::AgreeSuccess,
-    ];
-
-    /// The method name, as used in case names.
-    pub const fn name(self) -> &'static str {
-        match self {
-            Self::AllReduceSum => "all_reduce_sum",
-            Self::AllGatherEven => "all_gather_even",
-            Self::AllGatherUneven => "all_gather_uneven",
-            Self::VariableAllToAll => "variable_all_to_all",
-            Self::SendReceive => "send_receive",
-            Self::Broadcast => "broadcast",
-            Self::Barrier => "barrier",
-            Self::AgreeSuccess => "agree_success",
-        }
-    }
-
-    /// The SPEC family of this operation's value semantics.
-    pub const fn family(self) -> &'static str {
-        match self {
-            Self::AllReduceSum => "SUM",
-            Self::AllGatherEven | Self::AllGatherUneven => "GAT",
-            Self::VariableAllToAll => "A2A",
-            Self::SendReceive => "P2P",
-            Self::Broadcast => "BRD",
-            Self::Barrier => "BAR",
-            Self::AgreeSuccess => "AGR",
-        }
-    }
-}
-
-impl Operation {
-    /// The invariant a wrong output value of this operation violates (`None`
-    /// for `barrier`, which has no output).
-    pub const fn value_invariant(self) -> Option<&'static str> {
-        match self {
-            Self::AllReduceSum => Some("SUM-1"),
-            Self::AllGatherEven => Some("GAT-1"),
-            Self::AllGatherUneven => Some("GAT-2"),
-            Self::VariableAllToAll => Some("A2A-1"),
-            Self::SendReceive => Some("P2P-1"),
-            Self::Broadcast => Some("BRD-1"),
-            Self::Barrier => None,
-            Self::AgreeSuccess => Some("AGR-1"),
-        }
-    }
-
-    /// The comparison rule of this operation's outputs. Data movement
-    /// (gathers, all-to-all, broadcast, point-to-point) is compared bit for
-    /// bit, NaN payloads and signed zeros included. Sums are compared by
-    /// numeric equality: a sum that starts from `+0.0` turns a singleton's
-    /// `-0.0` into `+0.0`, and that is a correct elementwise sum (NaN equals
-    /// NaN here).
-    pub fn same_values(self, got: &[f32], expected: &[f32]) -> bool {
-        got.len() == expected.len()
-            && got.iter().zip(expected).all(|(a, b)| match self {
-                Self::AllReduceSum => a == b || (a.is_nan() && b.is_nan()),
-                _ => a.to_bits() == b.to_bits(),
-            })
-    }
-}
-
-impl std::fmt::Display for Operation {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
+use crate::operation::Operation;
+use crate::suites;
 
 /// The operations a backend claims, with what the kit needs to drive them.
 pub struct Claims<H: Harness> {
-    pub(crate) drivers: Vec<Driver<H>>,
+    claimed: Vec<Claimed<H>>,
+}
+
+/// One claimed operation: its completion-matrix driver and the rows of its
+/// own family (value semantics), both built where the trait bound holds.
+struct Claimed<H: Harness> {
+    driver: Driver<H>,
+    rows: fn() -> Vec<Row<H>>,
 }
 
 impl<H: Harness> std::fmt::Debug for Claims<H> {
@@ -135,14 +43,24 @@ impl<H: Harness> Claims<H> {
     /// No operation claimed: only local dependencies and plain submissions are certified.
     pub fn none() -> Self {
         Self {
-            drivers: Vec::new(),
+            claimed: Vec::new(),
         }
     }
 
-    fn with(mut self, driver: Driver<H>) -> Self {
-        self.drivers.retain(|d| d.subject != driver.subject);
-        self.drivers.push(driver);
+    fn with(mut self, driver: Driver<H>, rows: fn() -> Vec<Row<H>>) -> Self {
+        self.claimed.retain(|c| c.driver.subject != driver.subject);
+        self.claimed.push(Claimed { driver, rows });
         self
+    }
+
+    /// The completion-matrix drivers of the claimed operations.
+    pub(crate) fn drivers(&self) -> Vec<Driver<H>> {
+        self.claimed.iter().map(|c| c.driver).collect()
+    }
+
+    /// The rows of the claimed operations' own families.
+    pub(crate) fn family_rows(&self) -> Vec<Row<H>> {
+        self.claimed.iter().flat_map(|c| (c.rows)()).collect()
     }
 
     /// Claims `SumReductionBackend`.
@@ -150,7 +68,7 @@ impl<H: Harness> Claims<H> {
     where
         Backend<H>: SumReductionBackend,
     {
-        self.with(matrix::all_reduce_sum::<H>())
+        self.with(matrix::all_reduce_sum::<H>(), suites::sum::rows::<H>)
     }
 
     /// Claims `EvenGatherBackend`.
@@ -158,7 +76,7 @@ impl<H: Harness> Claims<H> {
     where
         Backend<H>: EvenGatherBackend,
     {
-        self.with(matrix::all_gather_even::<H>())
+        self.with(matrix::all_gather_even::<H>(), suites::gat::even_rows::<H>)
     }
 
     /// Claims `UnevenGatherBackend`.
@@ -166,7 +84,10 @@ impl<H: Harness> Claims<H> {
     where
         Backend<H>: UnevenGatherBackend,
     {
-        self.with(matrix::all_gather_uneven::<H>())
+        self.with(
+            matrix::all_gather_uneven::<H>(),
+            suites::gat::uneven_rows::<H>,
+        )
     }
 
     /// Claims `VariableAllToAllBackend`.
@@ -174,7 +95,7 @@ impl<H: Harness> Claims<H> {
     where
         Backend<H>: VariableAllToAllBackend,
     {
-        self.with(matrix::variable_all_to_all::<H>())
+        self.with(matrix::variable_all_to_all::<H>(), suites::a2a::rows::<H>)
     }
 
     /// Claims `PointToPointBackend`.
@@ -182,7 +103,7 @@ impl<H: Harness> Claims<H> {
     where
         Backend<H>: PointToPointBackend,
     {
-        self.with(matrix::send_receive::<H>())
+        self.with(matrix::send_receive::<H>(), suites::p2p::rows::<H>)
     }
 
     /// Claims `BroadcastBackend`.
@@ -190,7 +111,7 @@ impl<H: Harness> Claims<H> {
     where
         Backend<H>: BroadcastBackend,
     {
-        self.with(matrix::broadcast::<H>())
+        self.with(matrix::broadcast::<H>(), suites::brd::rows::<H>)
     }
 
     /// Claims `BarrierBackend`.
@@ -198,7 +119,7 @@ impl<H: Harness> Claims<H> {
     where
         Backend<H>: BarrierBackend,
     {
-        self.with(matrix::barrier::<H>())
+        self.with(matrix::barrier::<H>(), suites::bar::rows::<H>)
     }
 
     /// Claims `FailureAgreementBackend`.
@@ -206,7 +127,7 @@ impl<H: Harness> Claims<H> {
     where
         Backend<H>: FailureAgreementBackend,
     {
-        self.with(matrix::agree_success::<H>())
+        self.with(matrix::agree_success::<H>(), suites::agr::rows::<H>)
     }
 
     /// Claims all eight operation traits.
@@ -234,9 +155,9 @@ impl<H: Harness> Claims<H> {
     /// The claimed operations.
     pub fn operations(&self) -> Vec<Operation> {
         let mut operations: Vec<_> = self
-            .drivers
+            .claimed
             .iter()
-            .filter_map(|driver| driver.subject.operation())
+            .filter_map(|claimed| claimed.driver.subject.operation())
             .collect();
         operations.sort();
         operations

@@ -89,25 +89,29 @@
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 pub mod case;
+mod catalogue;
 pub mod check;
 pub mod claims;
 pub mod harness;
 pub mod lazy;
 mod matrix;
 pub mod model;
+mod operation;
 pub mod runner;
 pub mod spec;
 mod suites;
 pub mod world;
 
-pub use case::{catalogue, Case};
+pub use case::Case;
+pub use catalogue::catalogue;
 pub use check::{Check, Finding};
-pub use claims::{Claims, Operation};
+pub use claims::Claims;
 pub use harness::{
     CompletionRef, Harness, HarnessError, HoldGuard, Identity, Instruments, Ledger, Observer,
     Probe, WireRecord, WorkState, WorldSizes,
 };
 pub use matrix::Subject;
+pub use operation::Operation;
 pub use runner::results::{Attributed, Calibration, CaseResult, Evidence, RunResults, Verdict};
 pub use runner::{main, run_cases, run_cases_with, run_with};
 pub use world::RankCtx;

@@ -21,10 +21,10 @@ use eredu_runtime::{
 };
 
 use crate::check::{slack, Check, Finding};
-use crate::claims::Operation;
 use crate::harness::{
     Backend, CommCompletion, CompletionRef, Harness, HoldGuard, PlainCompletion, Probe,
 };
+use crate::operation::Operation;
 use crate::world::{guarded, RankCtx};
 
 /// What a case is about: the kind of completion or submission API.
@@ -206,9 +206,6 @@ pub(crate) struct Driver<H: Harness> {
     pub(crate) ranks: usize,
     pub(crate) pending: PendingVia,
     pub(crate) submit: Submit<H>,
-    /// The rows of the operation's own family (value semantics), built where
-    /// the operation's trait bound holds.
-    pub(crate) family: fn() -> Vec<crate::case::Row<H>>,
 }
 
 impl<H: Harness> Clone for Driver<H> {
@@ -528,7 +525,6 @@ pub(crate) fn local_dependencies_driver<H: Harness>(pending: PendingVia) -> Driv
         ranks: 1,
         pending,
         submit: local_dependencies::<H>,
-        family: Vec::new,
     }
 }
 
@@ -539,21 +535,15 @@ pub(crate) fn submit_driver<H: Harness>(pending: PendingVia) -> Driver<H> {
         ranks: 1,
         pending,
         submit: plain_submit::<H>,
-        family: Vec::new,
     }
 }
 
-fn operation_driver<H: Harness>(
-    operation: Operation,
-    family: fn() -> Vec<crate::case::Row<H>>,
-    submit: Submit<H>,
-) -> Driver<H> {
+fn operation_driver<H: Harness>(operation: Operation, submit: Submit<H>) -> Driver<H> {
     Driver {
         subject: Subject::Operation(operation),
         ranks: 2,
         pending: PendingVia::LatePeer,
         submit,
-        family,
     }
 }
 
@@ -603,156 +593,128 @@ pub(crate) fn all_reduce_sum<H: Harness>() -> Driver<H>
 where
     Backend<H>: SumReductionBackend,
 {
-    operation_driver(
-        Operation::AllReduceSum,
-        crate::suites::sum::rows::<H>,
-        |ctx, executor, _| {
-            let input = ctx.tensor(&values(ctx.rank(), 4), &[4])?;
-            let expected = (0..4)
-                .map(|i| (0..ctx.size()).map(|r| values(r, 4)[i]).sum())
-                .collect();
-            one_to_one(ctx, Operation::AllReduceSum, input, expected, |input| {
-                Backend::<H>::all_reduce_sum(input, ctx.group(), executor)
-            })
-        },
-    )
+    operation_driver(Operation::AllReduceSum, |ctx, executor, _| {
+        let input = ctx.tensor(&values(ctx.rank(), 4), &[4])?;
+        let expected = (0..4)
+            .map(|i| (0..ctx.size()).map(|r| values(r, 4)[i]).sum())
+            .collect();
+        one_to_one(ctx, Operation::AllReduceSum, input, expected, |input| {
+            Backend::<H>::all_reduce_sum(input, ctx.group(), executor)
+        })
+    })
 }
 
 pub(crate) fn all_gather_even<H: Harness>() -> Driver<H>
 where
     Backend<H>: EvenGatherBackend,
 {
-    operation_driver(
-        Operation::AllGatherEven,
-        crate::suites::gat::even_rows::<H>,
-        |ctx, executor, _| {
-            let input = ctx.tensor(&values(ctx.rank(), 2), &[2])?;
-            let expected = (0..ctx.size()).flat_map(|r| values(r, 2)).collect();
-            one_to_one(ctx, Operation::AllGatherEven, input, expected, |input| {
-                Backend::<H>::all_gather_even(input, 0, ctx.group(), executor)
-            })
-        },
-    )
+    operation_driver(Operation::AllGatherEven, |ctx, executor, _| {
+        let input = ctx.tensor(&values(ctx.rank(), 2), &[2])?;
+        let expected = (0..ctx.size()).flat_map(|r| values(r, 2)).collect();
+        one_to_one(ctx, Operation::AllGatherEven, input, expected, |input| {
+            Backend::<H>::all_gather_even(input, 0, ctx.group(), executor)
+        })
+    })
 }
 
 pub(crate) fn all_gather_uneven<H: Harness>() -> Driver<H>
 where
     Backend<H>: UnevenGatherBackend,
 {
-    operation_driver(
-        Operation::AllGatherUneven,
-        crate::suites::gat::uneven_rows::<H>,
-        |ctx, executor, _| {
-            let counts: Vec<usize> = (0..ctx.size()).map(|r| r + 1).collect();
-            let own = counts[ctx.rank()];
-            let input = ctx.tensor(&values(ctx.rank(), own), &[own])?;
-            let expected = (0..ctx.size()).flat_map(|r| values(r, counts[r])).collect();
-            one_to_one(ctx, Operation::AllGatherUneven, input, expected, |input| {
-                Backend::<H>::all_gather_uneven(input, &counts, 0, ctx.group(), executor)
-            })
-        },
-    )
+    operation_driver(Operation::AllGatherUneven, |ctx, executor, _| {
+        let counts: Vec<usize> = (0..ctx.size()).map(|r| r + 1).collect();
+        let own = counts[ctx.rank()];
+        let input = ctx.tensor(&values(ctx.rank(), own), &[own])?;
+        let expected = (0..ctx.size()).flat_map(|r| values(r, counts[r])).collect();
+        one_to_one(ctx, Operation::AllGatherUneven, input, expected, |input| {
+            Backend::<H>::all_gather_uneven(input, &counts, 0, ctx.group(), executor)
+        })
+    })
 }
 
 pub(crate) fn variable_all_to_all<H: Harness>() -> Driver<H>
 where
     Backend<H>: VariableAllToAllBackend,
 {
-    operation_driver(
-        Operation::VariableAllToAll,
-        crate::suites::a2a::rows::<H>,
-        |ctx, executor, _| {
-            let n = ctx.size();
-            let me = ctx.rank();
-            let input = ctx.tensor(&values(me, n), &[n])?;
-            let counts = CommunicationPeerCounts::new(vec![1; n], vec![1; n], n)
-                .map_err(|e| Finding::Harness(e.to_string()))?;
-            let expected = (0..n).map(|peer| values(peer, n)[me]).collect();
-            one_to_one(ctx, Operation::VariableAllToAll, input, expected, |input| {
-                Backend::<H>::variable_all_to_all(input, &counts, 0, ctx.group(), executor)
-            })
-        },
-    )
+    operation_driver(Operation::VariableAllToAll, |ctx, executor, _| {
+        let n = ctx.size();
+        let me = ctx.rank();
+        let input = ctx.tensor(&values(me, n), &[n])?;
+        let counts = CommunicationPeerCounts::new(vec![1; n], vec![1; n], n)
+            .map_err(|e| Finding::Harness(e.to_string()))?;
+        let expected = (0..n).map(|peer| values(peer, n)[me]).collect();
+        one_to_one(ctx, Operation::VariableAllToAll, input, expected, |input| {
+            Backend::<H>::variable_all_to_all(input, &counts, 0, ctx.group(), executor)
+        })
+    })
 }
 
 pub(crate) fn broadcast<H: Harness>() -> Driver<H>
 where
     Backend<H>: BroadcastBackend,
 {
-    operation_driver(
-        Operation::Broadcast,
-        crate::suites::brd::rows::<H>,
-        |ctx, executor, _| {
-            // The root is the last rank: the subject (rank 0) waits for a late root.
-            let root = ctx.size() - 1;
-            let input = if ctx.rank() == root {
-                ctx.tensor(&values(root, 4), &[4])?
-            } else {
-                ctx.tensor(&[f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 0.0], &[4])?
-            };
-            one_to_one(ctx, Operation::Broadcast, input, values(root, 4), |input| {
-                Backend::<H>::broadcast(input, root, ctx.group(), executor)
-            })
-        },
-    )
+    operation_driver(Operation::Broadcast, |ctx, executor, _| {
+        // The root is the last rank: the subject (rank 0) waits for a late root.
+        let root = ctx.size() - 1;
+        let input = if ctx.rank() == root {
+            ctx.tensor(&values(root, 4), &[4])?
+        } else {
+            ctx.tensor(&[f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 0.0], &[4])?
+        };
+        one_to_one(ctx, Operation::Broadcast, input, values(root, 4), |input| {
+            Backend::<H>::broadcast(input, root, ctx.group(), executor)
+        })
+    })
 }
 
 pub(crate) fn barrier<H: Harness>() -> Driver<H>
 where
     Backend<H>: BarrierBackend,
 {
-    operation_driver(
-        Operation::Barrier,
-        crate::suites::bar::rows::<H>,
-        |ctx, executor, _| {
-            let completion = Backend::<H>::barrier(ctx.group(), executor)
-                .map_err(|e| failed(ctx, Operation::Barrier, e))?;
-            Ok(Submitted {
-                completion: Handle::Communication(completion),
-                input_probes: Vec::new(),
-                output_probes: Vec::new(),
-                verify: None,
-                lazy: None,
-            })
-        },
-    )
+    operation_driver(Operation::Barrier, |ctx, executor, _| {
+        let completion = Backend::<H>::barrier(ctx.group(), executor)
+            .map_err(|e| failed(ctx, Operation::Barrier, e))?;
+        Ok(Submitted {
+            completion: Handle::Communication(completion),
+            input_probes: Vec::new(),
+            output_probes: Vec::new(),
+            verify: None,
+            lazy: None,
+        })
+    })
 }
 
 pub(crate) fn agree_success<H: Harness>() -> Driver<H>
 where
     Backend<H>: FailureAgreementBackend,
 {
-    operation_driver(
-        Operation::AgreeSuccess,
-        crate::suites::agr::rows::<H>,
-        |ctx, executor, _| {
-            let submission = Backend::<H>::agree_success(true, ctx.group(), executor)
-                .map_err(|e| failed(ctx, Operation::AgreeSuccess, e))?;
-            let output = submission.output;
-            let verify: Verify<H> = Box::new(move |ctx: &RankCtx<'_, H>| {
-                let wrong = match Backend::<H>::resolve_failure_agreement(output) {
-                    Ok(true) => return Ok(()),
-                    Ok(false) => "every member submitted true, resolved false".to_owned(),
-                    Err(error) => {
-                        format!("resolve_failure_agreement after completion failed: {error}")
-                    }
-                };
-                attribute_value(
-                    ctx,
-                    Operation::AgreeSuccess,
-                    format!("agree_success on rank {}: {wrong}", ctx.rank()),
-                );
-                Ok(())
-            });
-            Ok(Submitted {
-                completion: Handle::Communication(submission.completion),
-                input_probes: Vec::new(),
-                output_probes: Vec::new(),
-                verify: Some(verify),
-                lazy: None,
-            })
-        },
-    )
+    operation_driver(Operation::AgreeSuccess, |ctx, executor, _| {
+        let submission = Backend::<H>::agree_success(true, ctx.group(), executor)
+            .map_err(|e| failed(ctx, Operation::AgreeSuccess, e))?;
+        let output = submission.output;
+        let verify: Verify<H> = Box::new(move |ctx: &RankCtx<'_, H>| {
+            let wrong = match Backend::<H>::resolve_failure_agreement(output) {
+                Ok(true) => return Ok(()),
+                Ok(false) => "every member submitted true, resolved false".to_owned(),
+                Err(error) => {
+                    format!("resolve_failure_agreement after completion failed: {error}")
+                }
+            };
+            attribute_value(
+                ctx,
+                Operation::AgreeSuccess,
+                format!("agree_success on rank {}: {wrong}", ctx.rank()),
+            );
+            Ok(())
+        });
+        Ok(Submitted {
+            completion: Handle::Communication(submission.completion),
+            input_probes: Vec::new(),
+            output_probes: Vec::new(),
+            verify: Some(verify),
+            lazy: None,
+        })
+    })
 }
 
 /// Route id of the standard point-to-point route (late rank 1 → subject 0).
@@ -788,40 +750,36 @@ pub(crate) fn send_receive<H: Harness>() -> Driver<H>
 where
     Backend<H>: PointToPointBackend,
 {
-    operation_driver(
-        Operation::SendReceive,
-        crate::suites::p2p::rows::<H>,
-        |ctx, executor, _| {
-            // The late peer (last rank) sends; the subject (rank 0) receives.
-            let source = ctx.size() - 1;
-            let route = ctx.route(ROUTE, source, 0)?;
-            let payload = if ctx.rank() == source {
-                values(source, 4)
-            } else {
-                vec![0.0; 4]
-            };
-            let input = ctx.tensor(&payload, &[4])?;
-            let input_probes = probes(ctx, &[&input])?;
-            let framed = frame(ROUTE, "commcheck.matrix", &[vec![4]], vec![input])?;
-            let submission =
-                Backend::<H>::send_receive(framed, std::borrow::Borrow::borrow(&route), executor)
-                    .map_err(|e| failed(ctx, Operation::SendReceive, e))?;
-            let outputs: Vec<_> = submission.output.iter().collect();
-            let output_probes = probes(ctx, &outputs)?;
-            let verify = verify_tensors(
-                Operation::SendReceive,
-                submission.output,
-                vec![values(source, 4)],
-            );
-            // The route endpoint must outlive nothing: the completion retains it (RET-3).
-            drop(route);
-            Ok(Submitted {
-                completion: Handle::Communication(submission.completion),
-                input_probes,
-                output_probes,
-                verify: Some(verify),
-                lazy: None,
-            })
-        },
-    )
+    operation_driver(Operation::SendReceive, |ctx, executor, _| {
+        // The late peer (last rank) sends; the subject (rank 0) receives.
+        let source = ctx.size() - 1;
+        let route = ctx.route(ROUTE, source, 0)?;
+        let payload = if ctx.rank() == source {
+            values(source, 4)
+        } else {
+            vec![0.0; 4]
+        };
+        let input = ctx.tensor(&payload, &[4])?;
+        let input_probes = probes(ctx, &[&input])?;
+        let framed = frame(ROUTE, "commcheck.matrix", &[vec![4]], vec![input])?;
+        let submission =
+            Backend::<H>::send_receive(framed, std::borrow::Borrow::borrow(&route), executor)
+                .map_err(|e| failed(ctx, Operation::SendReceive, e))?;
+        let outputs: Vec<_> = submission.output.iter().collect();
+        let output_probes = probes(ctx, &outputs)?;
+        let verify = verify_tensors(
+            Operation::SendReceive,
+            submission.output,
+            vec![values(source, 4)],
+        );
+        // The route endpoint must outlive nothing: the completion retains it (RET-3).
+        drop(route);
+        Ok(Submitted {
+            completion: Handle::Communication(submission.completion),
+            input_probes,
+            output_probes,
+            verify: Some(verify),
+            lazy: None,
+        })
+    })
 }

@@ -58,7 +58,7 @@ pub(crate) fn teardown_mode<H: Harness>() -> CompletionCancellationMode {
 
 /// Rank 1's script: join each round when told, in order, until rank 0 is done.
 pub(crate) fn late_peer<H: Harness>(ctx: &RankCtx<'_, H>) -> Check {
-    let drivers: Vec<Driver<H>> = ctx.harness().claims().drivers;
+    let drivers: Vec<Driver<H>> = ctx.harness().claims().drivers();
     let mut joined: Vec<(usize, Handle<H>)> = Vec::new();
     let mut failures: Vec<String> = Vec::new();
     for round in 0.. {

@@ -438,7 +438,7 @@ impl Model {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::claims::Operation;
+    use crate::operation::Operation;
 
     fn local(model: &mut Model, lane: usize) -> usize {
         model.submit(NewSubmission {

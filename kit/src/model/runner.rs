@@ -65,7 +65,7 @@ fn from_finding(finding: Finding, id: &'static str, what: &str) -> Breach {
 /// The invariant an unexpected failure of clean work violates: the
 /// operation's own value semantics (SUB-2 for local work).
 fn value_id(subject: Subject) -> &'static str {
-    use crate::claims::Operation::*;
+    use crate::operation::Operation::*;
     match subject.operation() {
         None => "SUB-2",
         Some(AllReduceSum) => "SUM-1",
@@ -290,7 +290,7 @@ impl<'c, 'w, H: Harness> Runner<'c, 'w, H> {
         Self {
             ctx,
             instruments,
-            drivers: ctx.harness().claims().drivers,
+            drivers: ctx.harness().claims().drivers(),
             model: Model::new(),
             live: Vec::new(),
             forks: Vec::new(),

@@ -14,7 +14,8 @@ use libtest_mimic::Arguments;
 
 use super::results::{CaseResult, Verdict};
 use super::{execute, result};
-use crate::case::{catalogue, Case};
+use crate::case::Case;
+use crate::catalogue::catalogue;
 use crate::harness::Harness;
 
 const CHILD: &str = "COMMCHECK_CHILD";

@@ -20,7 +20,8 @@ use std::time::{Duration, Instant};
 
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
 
-use crate::case::{catalogue, Case};
+use crate::case::Case;
+use crate::catalogue::catalogue;
 use crate::check::Finding;
 use crate::harness::Harness;
 use crate::world::{run_world, Run, WorldEnd};

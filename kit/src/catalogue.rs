@@ -1,0 +1,126 @@
+//! The catalogue: the one place where the suites' rows, the claimed
+//! operations and the completion matrix become named cases.
+
+use std::sync::Arc;
+
+use crate::case::{Body, Case};
+use crate::harness::{Harness, Instruments};
+use crate::matrix::{self, Subject};
+use crate::operation::Operation;
+use crate::runner::results::Evidence;
+use crate::spec;
+use crate::world::Script;
+
+/// Every subject a row may apply to, in report order.
+fn subjects() -> Vec<Subject> {
+    let mut subjects = vec![
+        Subject::LocalDependencies,
+        Subject::Submit,
+        Subject::ForkExecutors,
+        Subject::OrderAfter,
+    ];
+    subjects.extend(Operation::ALL.map(Subject::Operation));
+    subjects
+}
+
+/// Builds every case for `harness`: each row on each subject it applies to;
+/// rows whose subject is unclaimed or whose instruments are missing become
+/// `not-supported` cases.
+pub fn catalogue<H: Harness>(harness: &H) -> Vec<Case<H>> {
+    let claims = harness.claims();
+    let instruments = harness.instruments();
+    let sizes = harness.world_sizes();
+    let local = matrix::local_pending(instruments);
+    let mut drivers = vec![
+        matrix::local_dependencies_driver::<H>(local),
+        matrix::submit_driver::<H>(local),
+    ];
+    drivers.extend(claims.drivers());
+    let mut rows = crate::suites::rows::<H>();
+    rows.extend(claims.family_rows());
+    rows.sort_by_key(|row| spec::INVARIANTS.iter().position(|inv| inv.id == row.id));
+    let mut cases = Vec::new();
+    // Families of unclaimed operations: every one of their IDs is not-supported.
+    for (id, operation) in crate::suites::OPERATION_FAMILIES {
+        if let (false, Some(invariant)) = (claims.claims(*operation), spec::invariant(id)) {
+            cases.push(Case {
+                invariant,
+                subject: Subject::Operation(*operation),
+                worlds: Vec::new(),
+                timing: false,
+                evidence: Evidence::BlackBox,
+                needs: Instruments::NONE,
+                script: Err(format!("{operation} is not claimed by this backend")),
+            });
+        }
+    }
+    for row in rows {
+        let Some(invariant) = spec::invariant(row.id) else {
+            continue;
+        };
+        for subject in subjects().into_iter().filter(|s| (row.applies)(*s)) {
+            let driver = drivers.iter().find(|d| d.subject == subject).copied();
+            let runnable = subject.operation().is_none() || driver.is_some();
+            let (worlds, script) = match (&row.body, driver) {
+                (Body::Direct { ranks, script }, _) if runnable => {
+                    (vec![*ranks], Ok(Arc::new(*script) as Script<H>))
+                }
+                (Body::Sizes { sizes, script }, _) if runnable => {
+                    (sizes.to_vec(), Ok(Arc::new(*script) as Script<H>))
+                }
+                (Body::Matrix(run), Some(driver)) => (vec![driver.ranks], Ok(driver.script(*run))),
+                _ => (
+                    Vec::new(),
+                    Err(format!("{subject} is not claimed by this backend")),
+                ),
+            };
+            // What this row needs on this subject: its own instruments, and
+            // what keeps the subject's work pending (matrix rows only).
+            let needed = match (&row.body, driver) {
+                (Body::Matrix(_), Some(driver)) => row.requires.and(driver.pending.needs()),
+                _ => row.requires,
+            };
+            let missing = instruments.missing(needed);
+            let built: Vec<usize> = worlds
+                .iter()
+                .copied()
+                .filter(|n| sizes.contains(*n))
+                .collect();
+            let script = match script {
+                Ok(_) if !missing.is_empty() => Err(format!(
+                    "needs the {} instrument, which the harness does not provide",
+                    missing.join(", ")
+                )),
+                Ok(_) if built.is_empty() => Err(format!(
+                    "needs a world of {} rank(s); the harness builds {sizes} in one process",
+                    worlds
+                        .iter()
+                        .map(usize::to_string)
+                        .collect::<Vec<_>>()
+                        .join(" or ")
+                )),
+                other => other,
+            };
+            let evidence = if needed == Instruments::NONE {
+                Evidence::BlackBox
+            } else {
+                Evidence::Instrumented
+            };
+            cases.push(Case {
+                invariant,
+                subject,
+                worlds: if script.is_ok() { built } else { Vec::new() },
+                timing: row.timing,
+                evidence,
+                needs: needed,
+                script,
+            });
+        }
+    }
+    cases.sort_by_key(|case| {
+        spec::INVARIANTS
+            .iter()
+            .position(|inv| inv.id == case.invariant.id)
+    });
+    cases
+}
