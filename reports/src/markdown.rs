@@ -178,6 +178,50 @@ fn failures(report: &Report) -> Option<Section> {
     )
 }
 
+fn inconclusive(report: &Report) -> Option<Section> {
+    let rows = report
+        .cases
+        .iter()
+        .filter(|c| c.status == Status::Inconclusive)
+        .map(|c| vec![code(&c.name), c.attempts.to_string(), message(c)])
+        .collect();
+    Section::table(
+        "Inconclusive",
+        "The check could not establish its precondition on any attempt: nothing was learnt about the \
+         invariant. These cases do not certify, and blame no invariant.",
+        &["Case", "Attempts", "Message"],
+        rows,
+    )
+}
+
+fn attributed(report: &Report) -> Option<Section> {
+    let rows = report
+        .cases
+        .iter()
+        .flat_map(|c| {
+            c.attributed
+                .iter()
+                .map(move |a| vec![code(&a.invariant), code(&c.name), cell(&a.message)])
+        })
+        .collect();
+    Section::table(
+        "Violations seen by other cases",
+        "Each belongs to the invariant named first (e.g. a wrong output value seen while checking retention \
+         belongs to the operation's value invariant); it did not change the status of the case that saw it.",
+        &["Invariant", "Seen by", "Message"],
+        rows,
+    )
+}
+
+fn notes(report: &Report) -> Option<Section> {
+    let rows = report
+        .cases
+        .iter()
+        .flat_map(|c| c.notes.iter().map(move |n| vec![code(&c.name), cell(n)]))
+        .collect();
+    Section::table("Notes on verdicts", "", &["Case", "Note"], rows)
+}
+
 fn unexpected_passes(report: &Report) -> Option<Section> {
     let rows = report
         .cases
@@ -364,11 +408,14 @@ fn sections(report: &Report) -> Vec<Section> {
     let mut sections: Vec<Section> = [
         families(report),
         failures(report),
+        inconclusive(report),
+        attributed(report),
         unexpected_passes(report),
         waived(report),
         unused_waivers(report),
         missing(report),
         not_supported(report),
+        notes(report),
         provenance(report),
     ]
     .into_iter()
