@@ -22,9 +22,9 @@ use super::exact::{check_output, concat, pick, slice, values, with_extent};
 use super::{needs, settle};
 use crate::case::{Body, Row};
 use crate::check::{slack, Check, Finding};
-use crate::claims::Operation;
 use crate::harness::{Backend, Harness};
 use crate::matrix::Subject;
+use crate::operation::Operation;
 use crate::violation;
 use crate::world::RankCtx;
 

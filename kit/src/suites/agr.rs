@@ -19,9 +19,9 @@ use super::choreography::{await_members, rendezvous};
 use super::{handle_and_output, must_complete, needs, violations};
 use crate::case::{Body, Row};
 use crate::check::{slack, Check, Finding};
-use crate::claims::Operation;
 use crate::harness::{Backend, Harness};
 use crate::matrix::{Handle, Subject};
+use crate::operation::Operation;
 use crate::world::RankCtx;
 
 /// The backend's agreement output.

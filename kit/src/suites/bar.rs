@@ -13,9 +13,9 @@ use super::choreography::await_members;
 use super::{must_complete, needs, violations};
 use crate::case::{Body, Row};
 use crate::check::{slack, Check, Finding};
-use crate::claims::Operation;
 use crate::harness::{Backend, Harness};
 use crate::matrix::{Handle, Subject};
+use crate::operation::Operation;
 use crate::world::RankCtx;
 
 pub(crate) fn rows<H: Harness>() -> Vec<Row<H>>

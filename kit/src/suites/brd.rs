@@ -12,9 +12,9 @@ use super::exact::{differs, mix_two as mix, Differs};
 use super::{handle_and_output, must_complete, needs, poll, violations, Polled};
 use crate::case::{Body, Row};
 use crate::check::{slack, Check, Finding};
-use crate::claims::Operation;
 use crate::harness::{Backend, Harness, Tensor};
 use crate::matrix::Subject;
+use crate::operation::Operation;
 use crate::world::RankCtx;
 
 fn broadcast(subject: Subject) -> bool {

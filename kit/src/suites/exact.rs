@@ -4,8 +4,8 @@
 //! GAT, A2A, BRD, P2P) and SUB.
 
 use crate::check::{Check, Finding};
-use crate::claims::Operation;
 use crate::harness::{Harness, Tensor};
+use crate::operation::Operation;
 use crate::violation;
 use crate::world::RankCtx;
 

@@ -25,9 +25,9 @@ use super::exact::{check_output, concat, pick, values, with_extent};
 use super::needs;
 use crate::case::{Body, Row};
 use crate::check::Check;
-use crate::claims::Operation;
 use crate::harness::{Backend, Harness};
 use crate::matrix::Subject;
+use crate::operation::Operation;
 use crate::world::RankCtx;
 
 /// World sizes every GAT case runs on.

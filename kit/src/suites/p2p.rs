@@ -34,9 +34,9 @@ use super::exact::{differs, mix_two as mix, Differs};
 use super::{handle_and_output, must_complete, needs, poll, supported, Polled};
 use crate::case::{Body, Row};
 use crate::check::{slack, Check, Finding};
-use crate::claims::Operation;
 use crate::harness::{Backend, Harness, Instruments, Tensor};
 use crate::matrix::{wait_within, Handle, Subject};
+use crate::operation::Operation;
 use crate::world::RankCtx;
 
 /// Schema of every bundle these rows frame.

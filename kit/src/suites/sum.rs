@@ -28,9 +28,9 @@ use super::exact::{check_output, value, values};
 use super::needs;
 use crate::case::{Body, Row};
 use crate::check::{slack, Check};
-use crate::claims::Operation;
 use crate::harness::{Backend, Harness};
 use crate::matrix::Subject;
+use crate::operation::Operation;
 use crate::violation;
 use crate::world::RankCtx;
 
