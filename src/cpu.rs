@@ -93,12 +93,14 @@ pub struct CpuRank {
 /// The kit's observer over a CPU completion's state (also for harnesses that
 /// wrap [`CpuHarness`]).
 pub fn observer(observer: CompletionObserver) -> Observer {
+    let releasable = observer.clone();
     Observer::new(move || match observer.observe().phase {
         Phase::Queued | Phase::Running => WorkState::Live,
         Phase::Completed => WorkState::Completed,
         Phase::Failed => WorkState::Failed,
         Phase::Cancelled => WorkState::Cancelled,
     })
+    .with_releasable(move || releasable.resources_releasable())
 }
 
 impl Harness for CpuHarness {

@@ -1,7 +1,7 @@
 //! The CPU backend's completion: one handle on a work item's [`Core`].
 
-use std::cell::{Cell, RefCell};
-use std::sync::Arc;
+use std::cell::Cell;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use eredu_core::{
@@ -22,15 +22,50 @@ use crate::group::GroupMember;
 /// the work is terminal; dropping it never releases live resources (RET-4).
 /// [`CpuCompletion::observer`] gives a second handle on the same state, so a
 /// conformance kit can look after `wait_bounded` consumed the completion.
+///
+/// # Second handles
+/// [`Clone::clone`] returns a second, full completion handle on the same work
+/// (same shared core, device and operation). It survives `wait_bounded`
+/// consuming the other handle, so a conformance kit can call
+/// `resources_releasable()` (or `is_complete`, `wait`) after a bounded wait
+/// timed out. Every handle answers from the same shared state:
+///
+/// - dropping any handle (or all of them) never releases live resources (RET-4);
+/// - work whose launch is deferred (the SUM-2 `LazyLaunch` defect) is launched
+///   exactly once, by whichever handle is observed first;
+/// - a clone starts with a copy of its source handle's report history (what it
+///   has already reported). That history only matters under the EXC-3, EXC-5
+///   and EXC-6 defects, and copying it means cloning never gives a defect a
+///   fresh "first report": a clone of a handle that already reported the
+///   sticky error behaves as that handle would next. On a correct device
+///   every handle reports the same sticky error and the same monotonic
+///   completion, whatever was asked of the others.
 pub struct CpuCompletion {
     core: Arc<Core>,
     device: CpuDevice,
     operation: &'static str,
-    lazy: RefCell<Option<LazyLaunch>>,
+    /// Shared by every clone, so deferred work is launched exactly once.
+    lazy: Arc<Mutex<Option<LazyLaunch>>>,
     fenced_group: Option<Arc<GroupMember>>,
     reported_true: Cell<bool>,
     reported_error: Cell<bool>,
     stale_query_served: Cell<bool>,
+}
+
+impl Clone for CpuCompletion {
+    /// A second handle on the same work; see [`CpuCompletion`]'s "Second handles".
+    fn clone(&self) -> Self {
+        Self {
+            core: Arc::clone(&self.core),
+            device: self.device.clone(),
+            operation: self.operation,
+            lazy: Arc::clone(&self.lazy),
+            fenced_group: self.fenced_group.clone(),
+            reported_true: self.reported_true.clone(),
+            reported_error: self.reported_error.clone(),
+            stale_query_served: self.stale_query_served.clone(),
+        }
+    }
 }
 
 impl std::fmt::Debug for CpuCompletion {
@@ -44,11 +79,13 @@ impl std::fmt::Debug for CpuCompletion {
 
 /// A second, read-only handle on a completion's state (the *observer*).
 ///
-/// It retains nothing: once the work is terminal every retained resource is
-/// released whether or not observers exist.
+/// It retains nothing the work uses (only the shared state and a handle on
+/// the device, for its defect configuration): once the work is terminal every
+/// retained resource is released whether or not observers exist.
 #[derive(Clone)]
 pub struct CompletionObserver {
     core: Arc<Core>,
+    device: CpuDevice,
 }
 
 impl std::fmt::Debug for CompletionObserver {
@@ -70,6 +107,17 @@ impl CompletionObserver {
         self.core.observe().phase.is_terminal()
     }
 
+    /// What `resources_releasable()` on the completion answers now, through
+    /// the same code path, planted defects included (`ReleasableNeverTrue`,
+    /// `ReleasableEarly`, `ReleasableAfterDeadline`).
+    ///
+    /// One difference, on purpose: under `ReleasableRunsDestructors` only the
+    /// completion's own call drops the values the defect kept, so asking an
+    /// observer never changes what the ledger and probes show.
+    pub fn resources_releasable(&self) -> bool {
+        resources_releasable(&self.core, &self.device, false)
+    }
+
     /// Blocks until the work is terminal or `timeout` passed; returns whether it is terminal.
     pub fn wait_terminal(&self, timeout: Duration) -> bool {
         let deadline = Instant::now().checked_add(timeout);
@@ -86,7 +134,7 @@ impl CpuCompletion {
             core,
             device,
             operation,
-            lazy: RefCell::new(None),
+            lazy: Arc::new(Mutex::new(None)),
             fenced_group: None,
             reported_true: Cell::new(false),
             reported_error: Cell::new(false),
@@ -95,7 +143,7 @@ impl CpuCompletion {
     }
 
     pub(crate) fn with_lazy_launch(self, launch: LazyLaunch) -> Self {
-        *self.lazy.borrow_mut() = Some(launch);
+        *self.lazy.lock().unwrap_or_else(PoisonError::into_inner) = Some(launch);
         self
     }
 
@@ -112,6 +160,7 @@ impl CpuCompletion {
     pub fn observer(&self) -> CompletionObserver {
         CompletionObserver {
             core: Arc::clone(&self.core),
+            device: self.device.clone(),
         }
     }
 
@@ -125,7 +174,12 @@ impl CpuCompletion {
     }
 
     fn launch(&self) {
-        if let Some(launch) = self.lazy.borrow_mut().take() {
+        let launch = self
+            .lazy
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(launch) = launch {
             launch.launch();
         }
     }
@@ -222,19 +276,29 @@ impl Completion for CpuCompletion {
     }
 
     fn resources_releasable(&self) -> bool {
-        if self.has(Defect::ReleasableNeverTrue) {
-            return false;
-        }
-        if self.has(Defect::ReleasableRunsDestructors) {
-            self.device.drain_kept();
-        }
-        match self.core.try_observe() {
-            None => false,
-            Some(seen) => {
-                seen.phase.is_terminal()
-                    || (self.has(Defect::ReleasableEarly)
-                        && (seen.error.is_some() || seen.cancel_requested))
-            }
+        resources_releasable(&self.core, &self.device, true)
+    }
+}
+
+/// `resources_releasable()` of the work behind `core`, for the completion and
+/// its observers alike. Nonblocking: a contended state answers `false`.
+///
+/// `drains` says whether the caller is the completion itself, the only caller
+/// whose answer runs the kept destructors under `ReleasableRunsDestructors`.
+fn resources_releasable(core: &Core, device: &CpuDevice, drains: bool) -> bool {
+    if device.has(Defect::ReleasableNeverTrue) {
+        return false;
+    }
+    if drains && device.has(Defect::ReleasableRunsDestructors) {
+        device.drain_kept();
+    }
+    match core.try_observe() {
+        None => false,
+        Some(seen) => {
+            seen.phase.is_terminal()
+                || (device.has(Defect::ReleasableEarly)
+                    && (seen.error.is_some() || seen.cancel_requested))
+                || (device.has(Defect::ReleasableAfterDeadline) && seen.deadline_passed)
         }
     }
 }
@@ -286,6 +350,9 @@ impl BoundedCompletion for CpuCompletion {
         if self.has(Defect::CompletedAtDeadline) {
             return Ok(BoundedCompletionOutcome::Completed);
         }
+        // Recorded before the disposition, so other handles see it for the
+        // whole NativeCancel teardown too (the EXC-8 defect reads it).
+        self.core.mark_deadline_passed();
         let after = self.dispose(mode);
         if after.phase == Phase::Completed && after.error.is_none() {
             // The work finished during teardown: it completed exactly.

@@ -62,6 +62,10 @@ pub struct Observation {
     /// Whether the retained resources of terminal work have been released
     /// (native teardown is over: nothing the work used is still accounted).
     pub released: bool,
+    /// Whether a `wait_bounded` on this work passed its deadline (the work was
+    /// then torn down or quarantined). This alone never makes resources
+    /// releasable (EXC-8).
+    pub deadline_passed: bool,
 }
 
 struct Inner {
@@ -70,6 +74,7 @@ struct Inner {
     cancel_requested: bool,
     quarantined: bool,
     released: bool,
+    deadline_passed: bool,
     retained: Vec<Retained>,
 }
 
@@ -98,6 +103,7 @@ impl Core {
                 cancel_requested: false,
                 quarantined: false,
                 released: false,
+                deadline_passed: false,
                 retained,
             }),
             changed: Condvar::new(),
@@ -208,6 +214,12 @@ impl Core {
         self.changed.notify_all();
     }
 
+    /// Records that a `wait_bounded` on this work passed its deadline.
+    pub fn mark_deadline_passed(&self) {
+        lock(&self.inner).deadline_passed = true;
+        self.changed.notify_all();
+    }
+
     pub fn mark_quarantined(&self) {
         lock(&self.inner).quarantined = true;
     }
@@ -220,6 +232,7 @@ impl Core {
             cancel_requested: inner.cancel_requested,
             quarantined: inner.quarantined,
             released: inner.released,
+            deadline_passed: inner.deadline_passed,
         }
     }
 
@@ -232,6 +245,7 @@ impl Core {
             cancel_requested: inner.cancel_requested,
             quarantined: inner.quarantined,
             released: inner.released,
+            deadline_passed: inner.deadline_passed,
         })
     }
 
@@ -285,6 +299,7 @@ impl Core {
                 cancel_requested: inner.cancel_requested,
                 quarantined: inner.quarantined,
                 released: inner.released,
+                deadline_passed: inner.deadline_passed,
             };
             if stop(&seen) {
                 return seen;

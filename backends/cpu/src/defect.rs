@@ -71,6 +71,8 @@ defects! {
     ReleasableEarly => "EXC-8", "resources_releasable is true after an error or cancel request, while work is live";
     /// `resources_releasable` itself drops the retained values (runs destructors).
     ReleasableRunsDestructors => "EXC-8", "resources_releasable drops retained values inside the call";
+    /// Once a `wait_bounded` passed its deadline, `resources_releasable` on any other handle says `true`.
+    ReleasableAfterDeadline => "EXC-8", "resources_releasable is true once a bounded wait passed its deadline, while work is live";
     /// `resources_releasable` never says `true`.
     ReleasableNeverTrue => "EXC-9", "resources_releasable never reports true, even after success";
     /// Local dependencies with no tensors never complete.

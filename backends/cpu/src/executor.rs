@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
+use crate::cancel::{self, CancelToken};
 use crate::completion::CpuCompletion;
 use crate::core::{Core, Retained};
 use crate::defect::Defect;
@@ -20,6 +21,8 @@ pub(crate) const CANCEL_POLL: Duration = Duration::from_millis(1);
 
 /// Native work body. It receives the context of its run and must return
 /// `Err(CpuError::Cancelled)` promptly once [`WorkCtx::cancelled`] is true.
+/// While it runs, the item's cancel token is current on the worker thread
+/// ([`crate::cancel`]), so lazy values it evaluates abort with that error too.
 pub(crate) type Body = Box<dyn FnOnce(&WorkCtx<'_>) -> Result<(), CpuError> + Send>;
 
 /// Called instead of the body when work ends without its body running
@@ -238,7 +241,11 @@ impl Lane {
                 }
                 Err(cancelled)
             }
-            Ok(()) => match catch_unwind(AssertUnwindSafe(|| body(&ctx))) {
+            Ok(()) => match catch_unwind(AssertUnwindSafe(|| {
+                // Lazy values the body evaluates observe this item's cancellation.
+                let _scope = cancel::enter(CancelToken::new(Arc::clone(&core), operation));
+                body(&ctx)
+            })) {
                 Ok(outcome) => outcome,
                 Err(payload) => Err(CpuError::Panicked {
                     operation,

@@ -14,8 +14,10 @@
 //! - a completion ([`CpuCompletion`]) owns every retained resource until exact
 //!   completion or `NativeCancel` teardown; errors are sticky; both
 //!   cancellation modes are honoured (NativeCancel cooperatively, with teardown
-//!   finished before `wait_bounded` returns; quarantine by handing the work to
-//!   the device, which releases it only after exact completion).
+//!   finished before `wait_bounded` returns; running work, the evaluation of
+//!   lazy tensor values included, stops within a matmul row or so; quarantine
+//!   by handing the work to the device, which releases it only after exact
+//!   completion).
 //!
 //! # Instruments
 //! Everything a conformance kit needs to observe, on public API:
@@ -25,7 +27,9 @@
 //! - *fault injection*: [`CpuExecutor::inject_fault`] (next work item fails,
 //!   its error published while the work is still live) and
 //!   [`CpuExecutor::fail_next_submission`];
-//! - *observer*: [`CpuCompletion::observer`], a second handle on a completion's state;
+//! - *observer*: [`CpuCompletion::observer`], a second handle on a completion's state
+//!   (its [`CompletionObserver::resources_releasable`] answers as the completion's),
+//!   and `CpuCompletion::clone`, a second full completion handle on the same work;
 //! - *wire log*: [`CpuRoute::wire_log`], every native message of a route.
 //!
 //! # Defects
@@ -51,6 +55,7 @@
 //! | `ErrorReleases` | EXC-7 | an asynchronous error releases live resources |
 //! | `ReleasableEarly` | EXC-8 | `resources_releasable` is true after an error or cancel request, while work is live |
 //! | `ReleasableRunsDestructors` | EXC-8 | `resources_releasable` drops retained values inside the call |
+//! | `ReleasableAfterDeadline` | EXC-8 | `resources_releasable` (on another handle) is true once a bounded wait passed its deadline, while work is live |
 //! | `ReleasableNeverTrue` | EXC-9 | `resources_releasable` never says true |
 //! | `EmptyLocalDepsHang` | EXC-10 | empty local dependencies never complete |
 //! | `CompletedAtDeadline` | CAN-1 | pending work yields `Completed` at the deadline |
@@ -107,6 +112,7 @@
 //! }
 //! ```
 
+mod cancel;
 mod completion;
 mod core;
 mod defect;

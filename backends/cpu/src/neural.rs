@@ -4,7 +4,8 @@
 //! concatenation, matrix multiplication, reductions, padding, SiLU and gated
 //! products are real row-major `f32` implementations: shapes are checked when
 //! the operation is called and the arithmetic is deferred until the result is
-//! evaluated. Heavy neural kernels that the communication contract never needs
+//! evaluated (inside a work item, cooperatively with its `NativeCancel`: see
+//! [`crate::cancel`]). Heavy neural kernels that the communication contract never needs
 //! (convolutions, normalization, rotary positions, attention, the operator
 //! modules) fail with an error saying they are not provided.
 //!
@@ -20,11 +21,16 @@ use eredu_nn::{
     ParameterVisitorMut, Parameterized, RotaryOperator, RotaryPosition, RotarySpec, Tensor,
 };
 
+use crate::cancel;
 use crate::error::CpuError;
 use crate::executor::CpuExecutor;
 use crate::ledger::Ledger;
 use crate::tensor::{element_count, CpuTensor};
 use crate::CpuBackend;
+
+/// Multiply-adds a long kernel performs between two looks at the running
+/// work's cancel token (a few tens of microseconds of work).
+const CANCEL_CHECK_WORK: usize = 1 << 16;
 
 /// Largest extent whose every index is exactly representable as an `f32`.
 const MAX_F32_INDEX_EXTENT: usize = 1 << 24;
@@ -96,7 +102,7 @@ fn lazy(
     operation: &'static str,
     ledger: &Arc<Ledger>,
     shape: Vec<i32>,
-    compute: impl FnOnce() -> Result<Vec<f32>, CpuError> + Send + 'static,
+    compute: impl Fn() -> Result<Vec<f32>, CpuError> + Send + 'static,
 ) -> Result<CpuTensor, CpuError> {
     element_count(operation, &shape)?;
     Ok(CpuTensor::deferred(ledger, shape, compute))
@@ -330,7 +336,7 @@ fn map_values(
 ) -> Result<CpuTensor, CpuError> {
     let input = input.clone();
     lazy(operation, ledger, input.dims().to_vec(), move || {
-        Ok(input.values()?.into_iter().map(function).collect())
+        Ok(input.values()?.into_iter().map(&function).collect())
     })
 }
 
@@ -894,12 +900,19 @@ impl Tensor for CpuTensor {
             if m * n * k == 0 {
                 return Ok(output);
             }
+            // Rows between two looks at the running work's cancel token.
+            let rows_per_check = (CANCEL_CHECK_WORK / (n * k)).max(1);
+            let mut rows = 0usize;
             for ((out, a), b) in output
                 .chunks_exact_mut(m * n)
                 .zip(left.chunks_exact(m * k))
                 .zip(right.chunks_exact(k * n))
             {
                 for (out_row, a_row) in out.chunks_exact_mut(n).zip(a.chunks_exact(k)) {
+                    if rows % rows_per_check == 0 {
+                        cancel::checkpoint()?;
+                    }
+                    rows += 1;
                     for (&a_value, b_row) in a_row.iter().zip(b.chunks_exact(n)) {
                         for (out_value, &b_value) in out_row.iter_mut().zip(b_row) {
                             *out_value += a_value * b_value;

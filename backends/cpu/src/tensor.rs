@@ -6,14 +6,24 @@
 //! operations build deferred storages that read their inputs only when they
 //! are evaluated, by `submit`, `submit_local_dependencies`, a collective that
 //! consumes them, or an explicit `to_f32_vec`.
+//!
+//! Evaluation inside a work item is cooperative with `NativeCancel`: each
+//! deferred value checks the running work's cancel token ([`crate::cancel`])
+//! before it is computed, and long kernels check it as they go. A value whose
+//! computation was aborted that way stays deferred (never half-written, never
+//! a sticky failure): later evaluation, by other work or a read, computes it
+//! afresh.
 
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use crate::cancel;
 use crate::error::CpuError;
 use crate::ledger::{Ledger, StorageId};
 
-type Deferred = Box<dyn FnOnce() -> Result<Vec<f32>, CpuError> + Send>;
+/// A deferred computation. It can run more than once: an evaluation aborted
+/// by a cancellation leaves the value deferred, to be computed again later.
+type Deferred = Box<dyn Fn() -> Result<Vec<f32>, CpuError> + Send>;
 
 /// Host values, shared without copying between a storage and the work that reads it.
 pub(crate) type Values = Arc<Vec<f32>>;
@@ -73,15 +83,19 @@ impl Storage {
         self.force_locked(&mut cell)
     }
 
+    /// Computes a deferred value, unless the running work was cancelled.
+    ///
+    /// The storage's lock is held throughout, so nobody observes the value
+    /// half-computed. When the running work's cancellation aborts the
+    /// computation (here or in an input's), the value stays deferred and the
+    /// cancellation error propagates; any other failure is sticky.
     fn force_locked(&self, cell: &mut Cell) -> Result<(), CpuError> {
-        if let Cell::Deferred(_) = cell {
-            let Cell::Deferred(compute) = std::mem::replace(cell, Cell::Pending) else {
-                unreachable!("matched Deferred above");
-            };
-            *cell = match compute() {
-                Ok(values) => Cell::Ready(Arc::new(values)),
-                Err(error) => Cell::Failed(error),
-            };
+        if let Cell::Deferred(compute) = cell {
+            match cancel::checkpoint().and_then(|()| compute()) {
+                Ok(values) => *cell = Cell::Ready(Arc::new(values)),
+                Err(error) if cancel::is_own_abort(&error) => return Err(error),
+                Err(error) => *cell = Cell::Failed(error),
+            }
         }
         match cell {
             Cell::Failed(error) => Err(error.clone()),
@@ -174,7 +188,7 @@ impl CpuTensor {
     pub(crate) fn deferred(
         ledger: &Arc<Ledger>,
         shape: Vec<i32>,
-        compute: impl FnOnce() -> Result<Vec<f32>, CpuError> + Send + 'static,
+        compute: impl Fn() -> Result<Vec<f32>, CpuError> + Send + 'static,
     ) -> Self {
         Self {
             shape,

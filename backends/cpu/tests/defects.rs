@@ -309,6 +309,87 @@ fn releasable_runs_destructors(d: &CpuDevice) -> bool {
     })
 }
 
+/// Whether `probe` says `resources_releasable()` while its work is live.
+fn releasable_while_live(probe: &CpuCompletion) -> bool {
+    let releasable = probe.resources_releasable();
+    // Terminal states are final: live now means live during the call.
+    releasable && !probe.observer().is_terminal()
+}
+
+/// Quarantine: held work is still live after the other handle's `wait_bounded`
+/// returned `DeadlineExceeded`.
+fn releasable_after_quarantine_deadline(d: &CpuDevice) -> bool {
+    let e = d.executor();
+    let hold = e.hold();
+    let c = CpuBackend::submit(&e, []).unwrap();
+    let probe = c.clone();
+    let outcome = c.wait_bounded(policy(Duration::from_millis(5), QUARANTINE));
+    assert_eq!(
+        outcome,
+        Ok(BoundedCompletionOutcome::DeadlineExceeded {
+            cancellation: QUARANTINE
+        })
+    );
+    let early = releasable_while_live(&probe);
+    drop(hold);
+    assert!(probe.observer().wait_terminal(BOUND));
+    early
+}
+
+/// NativeCancel tears running work down before `wait_bounded` returns
+/// (CAN-5), so the clone is probed from another thread *during* the teardown.
+/// That needs work that takes a while to observe the request: lazy evaluation
+/// looks at its work's cancel token only before each value and between the
+/// rows of a matmul, so the work evaluates a chain of single-row products by
+/// a 4096×4096 matrix (each link copies the matrix and computes one row of
+/// 16M multiply-adds without a look: about 190 ms in a debug build, 15 ms in
+/// release). Where the request lands in a link is up to the scheduler, so a
+/// defective device gets a few attempts to show it.
+fn releasable_during_native_teardown(d: &CpuDevice) -> bool {
+    const WIDTH: i32 = 4096;
+    let e = d.executor();
+    let matrix = tensor(d, &vec![0.5; (WIDTH * WIDTH) as usize], &[WIDTH, WIDTH]);
+    let links = if cfg!(debug_assertions) { 2 } else { 4 };
+    (0..3).any(|_| {
+        let mut product = tensor(d, &vec![0.5; WIDTH as usize], &[1, WIDTH]);
+        for _ in 0..links {
+            product = eredu_nn::Tensor::matmul(&product, &matrix, &e).unwrap();
+        }
+        let c = CpuBackend::submit(&e, [&product]).unwrap();
+        let probe = c.clone();
+        let observer = c.observer();
+        let started = Instant::now();
+        while observer.observe().phase == Phase::Queued && started.elapsed() < BOUND {
+            std::thread::yield_now();
+        }
+        let seen = std::thread::scope(|scope| {
+            let watcher = scope.spawn(move || {
+                let mut seen = false;
+                while !seen && !probe.observer().is_terminal() {
+                    seen = releasable_while_live(&probe);
+                    std::thread::yield_now();
+                }
+                seen
+            });
+            let outcome = c.wait_bounded(policy(Duration::from_millis(1), NATIVE));
+            assert!(outcome.is_ok(), "{outcome:?}");
+            watcher.join().expect("watcher thread")
+        });
+        assert!(
+            observer.observe().deadline_passed,
+            "the evaluation finished before the deadline"
+        );
+        assert!(observer.wait_terminal(BOUND));
+        seen
+    })
+}
+
+fn releasable_after_deadline(d: &CpuDevice) -> bool {
+    let quarantine = releasable_after_quarantine_deadline(d);
+    let native = releasable_during_native_teardown(d);
+    quarantine || native
+}
+
 fn releasable_never_true(d: &CpuDevice) -> bool {
     let e = d.executor();
     let c = CpuBackend::submit(&e, []).unwrap();
@@ -737,6 +818,7 @@ const SCENARIOS: &[(Defect, Scenario)] = &[
         Defect::ReleasableRunsDestructors,
         releasable_runs_destructors,
     ),
+    (Defect::ReleasableAfterDeadline, releasable_after_deadline),
     (Defect::ReleasableNeverTrue, releasable_never_true),
     (Defect::EmptyLocalDepsHang, empty_local_deps_hang),
     (Defect::CompletedAtDeadline, completed_at_deadline),
@@ -868,4 +950,117 @@ fn native_cancel_releases_everything_before_returning() {
         late, 0,
         "teardown reported finished while resources were still held"
     );
+}
+
+#[test]
+fn releasable_after_deadline_misbehaves_in_both_modes() {
+    let modes: [(&str, Scenario); 2] = [
+        (
+            "QuarantineUntilComplete",
+            releasable_after_quarantine_deadline,
+        ),
+        ("NativeCancel", releasable_during_native_teardown),
+    ];
+    for (mode, scenario) in modes {
+        assert!(
+            scenario(&CpuDevice::with_defect(Defect::ReleasableAfterDeadline)),
+            "{mode}: a clone did not report releasable after the deadline"
+        );
+        assert!(
+            !scenario(&CpuDevice::new()),
+            "{mode}: a correct device reported live work releasable"
+        );
+    }
+}
+
+#[test]
+fn deferred_launch_happens_once_from_whichever_clone_is_observed() {
+    let d = CpuDevice::with_defect(Defect::LazyLaunch);
+    let e = d.executor();
+    let group = single(&d);
+    let Submission { output, completion } =
+        CpuBackend::all_reduce_sum(tensor(&d, &[2.0], &[1]), &group, &e).unwrap();
+    let clone = completion.clone();
+    // The launch slot survives dropping the handle it was created with.
+    drop(completion);
+    assert!(!clone.observer().wait_terminal(Duration::from_millis(20)));
+    assert_eq!(finish(clone.clone()), COMPLETED);
+    assert_eq!(output.read_materialised(), Some(vec![2.0]));
+    assert!(clone.is_complete().unwrap());
+}
+
+/// `resources_releasable()` of a completion and of its observer, which must agree.
+fn both_releasable(completion: &CpuCompletion, expected: bool) -> (bool, bool) {
+    let observer = completion.observer();
+    if expected {
+        // `false` is allowed under contention, so a `true` is waited for.
+        (
+            eventually_within(SHORT, || completion.resources_releasable()),
+            eventually_within(SHORT, || observer.resources_releasable()),
+        )
+    } else {
+        (
+            completion.resources_releasable(),
+            observer.resources_releasable(),
+        )
+    }
+}
+
+#[test]
+fn observers_answer_resources_releasable_like_their_completion() {
+    let devices = [
+        None,
+        Some(Defect::ReleasableNeverTrue),
+        Some(Defect::ReleasableEarly),
+        Some(Defect::ReleasableAfterDeadline),
+        Some(Defect::ReleasableRunsDestructors),
+    ];
+    for defect in devices {
+        let d = defect.map_or_else(CpuDevice::new, CpuDevice::with_defect);
+        let e = d.executor();
+        // Live work whose error was published (the ReleasableEarly case).
+        let hold = e.hold();
+        e.inject_fault();
+        let c = CpuBackend::submit(&e, []).unwrap();
+        assert!(eventually(|| c.observer().observe().error.is_some()));
+        let early = defect == Some(Defect::ReleasableEarly);
+        assert_eq!(both_releasable(&c, early), (early, early), "{defect:?}");
+        drop(hold);
+        let _ = finish(c);
+        // Live work after another handle's deadline (the ReleasableAfterDeadline case).
+        let hold = e.hold();
+        let c = CpuBackend::submit(&e, []).unwrap();
+        let probe = c.clone();
+        let outcome = c.wait_bounded(policy(Duration::from_millis(5), QUARANTINE));
+        assert!(outcome.is_ok(), "{outcome:?}");
+        let late = defect == Some(Defect::ReleasableAfterDeadline);
+        assert_eq!(both_releasable(&probe, late), (late, late), "{defect:?}");
+        drop(hold);
+        assert!(probe.observer().wait_terminal(BOUND));
+        // Completed work (the ReleasableNeverTrue case).
+        let c = CpuBackend::submit(&e, []).unwrap();
+        c.wait().unwrap();
+        let done = defect != Some(Defect::ReleasableNeverTrue);
+        assert_eq!(both_releasable(&c, done), (done, done), "{defect:?}");
+    }
+}
+
+#[test]
+fn only_the_completion_runs_the_destructors_kept_by_the_defect() {
+    let d = CpuDevice::with_defect(Defect::ReleasableRunsDestructors);
+    let e = d.executor();
+    let hold = e.hold();
+    let c = CpuBackend::submit(&e, []).unwrap();
+    let (flag, dropped) = DropFlag::new();
+    CpuBackend::retain_until_complete(&e, &c, flag).unwrap();
+    drop(hold);
+    c.wait().unwrap();
+    let observer = c.observer();
+    assert!(eventually(|| observer.resources_releasable()));
+    assert!(
+        !dropped.load(Ordering::SeqCst),
+        "an observer's answer ran the kept destructors"
+    );
+    assert!(eventually(|| c.resources_releasable()));
+    assert!(dropped.load(Ordering::SeqCst));
 }

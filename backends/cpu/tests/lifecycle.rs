@@ -283,3 +283,238 @@ fn dropping_pending_completions_releases_nothing_early() {
     drop(hold);
     assert!(eventually(|| !device.storage_live(id)));
 }
+
+#[test]
+fn a_clone_is_a_second_handle_that_outlives_a_bounded_wait() {
+    let device = CpuDevice::new();
+    let executor = device.executor();
+    let value = tensor(&device, &[3.0; 4], &[4]);
+    let id = value.storage_id();
+    let hold = executor.hold();
+    let submission = CpuBackend::submit_local_dependencies([&value], &executor).unwrap();
+    drop(value);
+    let original = submission.completion;
+    let clone = original.clone();
+    assert_eq!(clone.operation(), original.operation());
+    // Both handles agree on pending, held work.
+    for handle in [&original, &clone] {
+        assert!(!handle.is_complete().unwrap());
+        assert!(!handle.resources_releasable());
+    }
+    // Dropping one clone releases nothing (RET-4).
+    drop(original.clone());
+    assert!(
+        device.storage_live(id),
+        "dropping a clone released the input"
+    );
+    assert_eq!(device.ledger().pending_work, 1);
+    // The original is consumed; the clone survives and still sees live work.
+    let outcome = original.wait_bounded(policy(Duration::from_millis(10), QUARANTINE));
+    assert_eq!(
+        outcome,
+        Ok(BoundedCompletionOutcome::DeadlineExceeded {
+            cancellation: QUARANTINE
+        })
+    );
+    assert!(!clone.is_complete().unwrap());
+    assert!(
+        !clone.resources_releasable(),
+        "a deadline alone is not release (EXC-8)"
+    );
+    assert!(clone.observer().observe().deadline_passed);
+    assert!(device.storage_live(id));
+    hold.release();
+    clone.wait().unwrap();
+    assert!(clone.is_complete().unwrap());
+    assert!(eventually(|| clone.resources_releasable()));
+    assert!(eventually(|| !device.storage_live(id)));
+    assert_eq!(
+        clone.wait_bounded(policy(Duration::from_millis(5), NATIVE)),
+        Ok(BoundedCompletionOutcome::Completed)
+    );
+}
+
+#[test]
+fn clones_share_sticky_errors() {
+    let device = CpuDevice::new();
+    let executor = device.executor();
+    executor.inject_fault();
+    let original = CpuBackend::submit(&executor, []).unwrap();
+    assert!(original.wait().is_err());
+    let clone = original.clone();
+    for handle in [&original, &clone, &original.clone()] {
+        assert!(matches!(handle.wait(), Err(CpuError::InjectedFault { .. })));
+        assert!(handle.is_complete().is_err());
+    }
+    drop(original);
+    assert!(clone
+        .wait_bounded(policy(Duration::from_millis(5), NATIVE))
+        .is_err());
+}
+
+/// A lazy chain of `links` matmuls of the 256×256 matrix `x` by the
+/// identity: each link is a full 256×256×256 product, and the value is `x`.
+fn identity_chain(
+    device: &CpuDevice,
+    executor: &commcheck_cpu::CpuExecutor,
+    x: &[f32],
+    links: usize,
+) -> Vec<commcheck_cpu::CpuTensor> {
+    const N: usize = 256;
+    let identity: Vec<f32> = (0..N * N)
+        .map(|i| if i / N == i % N { 1.0 } else { 0.0 })
+        .collect();
+    let identity = tensor(device, &identity, &[N as i32, N as i32]);
+    let mut chain = vec![tensor(device, x, &[N as i32, N as i32])];
+    for _ in 0..links {
+        let last = chain.last().expect("a first link");
+        chain.push(eredu_nn::Tensor::matmul(last, &identity, executor).expect("matmul"));
+    }
+    chain
+}
+
+#[test]
+fn native_cancel_stops_a_running_lazy_evaluation_promptly() {
+    let device = CpuDevice::new();
+    let executor = device.executor();
+    let x: Vec<f32> = (0..256 * 256).map(|i| (i % 251) as f32).collect();
+    // Long enough that cancelling within one row of one matmul is far sooner
+    // than finishing (one link takes about 150 ms in a debug build, 4 ms in release).
+    let links = if cfg!(debug_assertions) { 8 } else { 64 };
+    // The chain's own duration, evaluated to the end by the same executor.
+    let chain = identity_chain(&device, &executor, &x, links);
+    let started = Instant::now();
+    CpuBackend::submit(&executor, chain.last())
+        .unwrap()
+        .wait()
+        .unwrap();
+    let full = started.elapsed();
+    assert_eq!(read(chain.last().unwrap()), x);
+    drop(chain);
+    for local_dependencies in [false, true] {
+        let mut chain = identity_chain(&device, &executor, &x, links);
+        let tail = chain.pop().unwrap();
+        let tail_id = tail.storage_id();
+        let middle = chain.swap_remove(links / 2);
+        drop(chain);
+        let completion = if local_dependencies {
+            CpuBackend::submit_local_dependencies([&tail], &executor)
+                .unwrap()
+                .completion
+        } else {
+            CpuBackend::submit(&executor, [&tail]).unwrap()
+        };
+        drop(tail);
+        let observer = completion.observer();
+        assert!(eventually(|| observer.observe().phase == Phase::Running));
+        let started = Instant::now();
+        let outcome = completion.wait_bounded(policy(Duration::from_millis(5), NATIVE));
+        let cancelled = started.elapsed();
+        assert_eq!(
+            outcome,
+            Ok(BoundedCompletionOutcome::DeadlineExceeded {
+                cancellation: NATIVE
+            }),
+            "local dependencies: {local_dependencies}"
+        );
+        assert!(
+            cancelled < full / 2,
+            "NativeCancel took {cancelled:?}; the whole chain takes {full:?}"
+        );
+        // Teardown finished before wait_bounded returned.
+        let seen = observer.observe();
+        assert_eq!(seen.phase, Phase::Cancelled);
+        assert!(seen.released);
+        assert!(matches!(seen.error, Some(CpuError::Cancelled { .. })));
+        assert_eq!(device.ledger().pending_work, 0);
+        assert!(
+            !device.storage_live(tail_id),
+            "teardown left the submitted value allocated"
+        );
+        // An aborted evaluation leaves no value half-computed: a link is
+        // either still deferred or holds its exact value, and it still evaluates.
+        if let Some(values) = middle.read_materialised() {
+            assert_eq!(values, x);
+        }
+        assert_eq!(middle.values().unwrap(), x);
+    }
+    // The executor completes new work afterwards.
+    let chain = identity_chain(&device, &executor, &x, 2);
+    CpuBackend::submit(&executor, chain.last())
+        .unwrap()
+        .wait()
+        .unwrap();
+    assert_eq!(read(chain.last().unwrap()), x);
+    assert!(eventually(|| device.ledger().pending_work == 0));
+}
+
+#[test]
+fn a_value_whose_evaluation_was_cancelled_evaluates_afresh_outside_work() {
+    let device = CpuDevice::new();
+    let executor = device.executor();
+    let x: Vec<f32> = (0..256 * 256).map(|i| (i % 7) as f32).collect();
+    let links = if cfg!(debug_assertions) { 2 } else { 16 };
+    let chain = identity_chain(&device, &executor, &x, links);
+    let tail = chain.last().unwrap();
+    let completion = CpuBackend::submit(&executor, [tail]).unwrap();
+    let observer = completion.observer();
+    assert!(eventually(|| observer.observe().phase == Phase::Running));
+    let outcome = completion.wait_bounded(policy(Duration::from_millis(1), NATIVE));
+    assert!(outcome.is_ok(), "{outcome:?}");
+    if observer.observe().phase == Phase::Cancelled {
+        // The cancellation belonged to the work, not to the value: the value
+        // stayed deferred, and a read with no work item evaluates all of it.
+        assert!(!tail.is_materialised());
+    }
+    assert_eq!(tail.values().unwrap(), x);
+    assert_eq!(read(tail), x);
+}
+
+#[test]
+fn an_observer_answers_resources_releasable_like_its_completion() {
+    let device = CpuDevice::new();
+    let executor = device.executor();
+    let hold = executor.hold();
+    let completion = CpuBackend::submit(&executor, []).unwrap();
+    let (flag, dropped) = DropFlag::new();
+    CpuBackend::retain_until_complete(&executor, &completion, flag).unwrap();
+    let observer = completion.observer();
+    assert!(!completion.resources_releasable());
+    assert!(!observer.resources_releasable());
+    hold.release();
+    completion.wait().unwrap();
+    // `false` is allowed under contention (the worker may still be releasing).
+    assert!(eventually(|| observer.resources_releasable()));
+    assert!(eventually(|| completion.resources_releasable()));
+    assert!(dropped.load(Ordering::SeqCst));
+    drop(completion);
+    assert!(eventually(|| observer.resources_releasable()));
+}
+
+#[test]
+fn native_cancel_while_evaluating_a_collective_input_fails_its_peers() {
+    let device = CpuDevice::new();
+    let x: Vec<f32> = (0..256 * 256).map(|i| (i % 3) as f32).collect();
+    let links = if cfg!(debug_assertions) { 8 } else { 64 };
+    let results = on_ranks(&device, 2, |rank, group, executor| {
+        if rank == 0 {
+            let input = identity_chain(&device, &executor, &x, links).pop().unwrap();
+            let sum = CpuBackend::all_reduce_sum(input, &group, &executor).unwrap();
+            let observer = sum.completion.observer();
+            assert!(eventually(|| observer.observe().phase == Phase::Running));
+            let outcome = sum
+                .completion
+                .wait_bounded(policy(Duration::from_millis(5), NATIVE));
+            format!("{outcome:?}")
+        } else {
+            let value = tensor(&device, &x, &[256, 256]);
+            let sum = CpuBackend::all_reduce_sum(value, &group, &executor).unwrap();
+            let outcome = sum
+                .completion
+                .wait_bounded(policy(Duration::from_secs(10), NATIVE));
+            format!("{outcome:?}")
+        }
+    });
+    assert!(results[0].contains("NativeCancel"), "{results:?}");
+    assert!(results[1].contains("PeerFailed"), "{results:?}");
+}

@@ -155,7 +155,17 @@ fn run_collective(
 ) -> Result<Option<Values>, CpuError> {
     let member = reach(member, operation, "communication group")?;
     let (values, shape) = match input {
-        Some((weak, shape)) => (reach(&weak, operation, "input storage")?.force()?, shape),
+        Some((weak, shape)) => {
+            let input = reach(&weak, operation, "input storage")?;
+            // Evaluating a lazy input can fail, or be aborted by this work's
+            // NativeCancel: this member then never takes part, so its peers
+            // must fail instead of waiting for it.
+            let values = input.force().inspect_err(|error| {
+                let (rendezvous, index) = member.rendezvous();
+                rendezvous.abort(seq, index, &error.to_string());
+            })?;
+            (values, shape)
+        }
         None => (Values::default(), Vec::new()),
     };
     let contribution = Contribution {
