@@ -194,6 +194,11 @@ pub(crate) struct Submitted<H: Harness> {
     /// For lazy work: until when it is certainly pending, and how long it may
     /// take to complete.
     pub(crate) lazy: Option<(Instant, Duration)>,
+    /// The harness's observer on the work, when it has one: it tells whether
+    /// the work the kit keeps pending really is (a backend may complete an
+    /// operation before its late peer joined, which is that operation's own
+    /// violation, not one of the check that relied on it).
+    pub(crate) watch: Option<crate::harness::Observer>,
 }
 
 /// Makes one standard submission on the calling rank, on the given executor.
@@ -260,23 +265,42 @@ impl<H: Harness> Pending<'_, '_, H> {
     }
 
     /// `Ok` while the work is certainly still pending; otherwise the attempt is
-    /// inconclusive (lazy work may have finished before `what`), and the
-    /// runner retries it with more work.
+    /// inconclusive (lazy work may have finished before `what`, and the
+    /// runner retries it with more work; or the observer saw the work end
+    /// although the kit kept it pending, which the operation's own invariant
+    /// answers for).
     pub(crate) fn confirm(&self, what: &str) -> Check {
         if self.surely_pending() {
-            Ok(())
-        } else {
-            Err(crate::check::setup(format!(
-                "the lazy work that kept the subject pending may have finished before {what}"
-            )))
+            return Ok(());
         }
+        let ended = self
+            .submitted
+            .watch
+            .as_ref()
+            .map(|observer| observer.state())
+            .filter(|state| state.is_terminal());
+        Err(crate::check::setup(match ended {
+            Some(state) => format!(
+                "the work ended ({state:?}, says the observer) before {what}, although the kit kept it pending: \
+                 nothing to check here (the operation's own invariant answers for that)"
+            ),
+            None => format!(
+                "the lazy work that kept the subject pending may have finished before {what}"
+            ),
+        }))
     }
 }
 
 impl<H: Harness> Submitted<H> {
-    /// Whether lazy work is certainly still pending (always, for other work).
+    /// Whether the work is certainly still pending, as far as the kit can
+    /// tell: lazy work within its known while, and never when the observer
+    /// reports the work terminal.
     pub(crate) fn surely_pending(&self) -> bool {
         self.lazy.is_none_or(|(until, _)| Instant::now() < until)
+            && self
+                .watch
+                .as_ref()
+                .is_none_or(|observer| !observer.state().is_terminal())
     }
 
     /// How long released work may take to complete.
@@ -354,7 +378,8 @@ impl<H: Harness> Driver<H> {
         };
         let round = ctx.rounds.get();
         ctx.rounds.set(round + 1);
-        let submitted = (self.submit)(ctx, executor, load)?;
+        let mut submitted = (self.submit)(ctx, executor, load)?;
+        submitted.watch = ctx.harness().observer(submitted.completion.as_ref());
         Ok(Pending {
             submitted,
             ctx,
@@ -435,7 +460,15 @@ fn verify_tensors<H: Harness>(
 ) -> Verify<H> {
     Box::new(move |ctx: &RankCtx<'_, H>| {
         for (index, (output, expected)) in outputs.iter().zip(&expected).enumerate() {
-            let got = ctx.read(output)?;
+            let got = ctx.read(output).map_err(|finding| {
+                let message = format!(
+                    "{operation} on rank {}: output {index} cannot be read after its completion was reported: \
+                     {finding:?}",
+                    ctx.rank()
+                );
+                ctx.attribute("EXC-2", message.clone());
+                crate::check::setup(message)
+            })?;
             if !operation.same_values(&got, expected) {
                 attribute_value(
                     ctx,
@@ -488,6 +521,7 @@ fn local_dependencies<H: Harness>(
         output_probes: Vec::new(),
         verify: None,
         lazy,
+        watch: None,
     })
 }
 
@@ -506,6 +540,7 @@ fn plain_submit<H: Harness>(
         output_probes: Vec::new(),
         verify: None,
         lazy,
+        watch: None,
     })
 }
 
@@ -586,6 +621,7 @@ fn one_to_one<H: Harness>(
             vec![expected],
         )),
         lazy: None,
+        watch: None,
     })
 }
 
@@ -680,6 +716,7 @@ where
             output_probes: Vec::new(),
             verify: None,
             lazy: None,
+            watch: None,
         })
     })
 }
@@ -713,6 +750,7 @@ where
             output_probes: Vec::new(),
             verify: Some(verify),
             lazy: None,
+            watch: None,
         })
     })
 }
@@ -780,6 +818,7 @@ where
             output_probes,
             verify: Some(verify),
             lazy: None,
+            watch: None,
         })
     })
 }

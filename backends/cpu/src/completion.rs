@@ -387,5 +387,11 @@ impl Drop for CpuCompletion {
         if self.has(Defect::DropReleasesPending) && !self.core.observe().phase.is_terminal() {
             drop(self.core.take_retained());
         }
+        // The EXC-8 destructor defect keeps released values for the next
+        // `resources_releasable` call, but never past the completion's life
+        // (it breaks EXC-8 only, and leaks nothing).
+        if self.has(Defect::ReleasableRunsDestructors) {
+            self.device.drain_kept();
+        }
     }
 }

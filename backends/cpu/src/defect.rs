@@ -75,7 +75,8 @@ defects! {
     ReleasableAfterDeadline => "EXC-8", "resources_releasable is true once a bounded wait passed its deadline, while work is live";
     /// `resources_releasable` never says `true`.
     ReleasableNeverTrue => "EXC-9", "resources_releasable never reports true, even after success";
-    /// Local dependencies with no tensors never complete.
+    /// Local dependencies with no tensors never complete (plain submissions
+    /// with no values are not affected).
     EmptyLocalDepsHang => "EXC-10", "submit_local_dependencies with no tensors never completes";
     /// `wait_bounded` reports `Completed` at the deadline for pending work.
     CompletedAtDeadline => "CAN-1", "wait_bounded reports Completed at the deadline while work is pending";

@@ -598,7 +598,7 @@ fn error_is_sticky<H: Harness>(completion: Handle<H>, what: &str) -> Check {
             "{what}: after the header mismatch was reported, is_complete returned Ok({state}) (the error must be sticky)"
         )));
     }
-    if completion.wait().is_ok() {
+    if completion.wait_on_complete().is_ok() {
         return Err(Finding::Violation(format!(
             "{what}: after the header mismatch was reported, wait returned Ok (the error must be sticky)"
         )));
@@ -660,7 +660,14 @@ where
 {
     let (completion, outputs) = submit_side(ctx, link, well_formed(ctx, link)?, route)?;
     settle_side(ctx, link, &completion)?;
-    check_bundle(ctx, link, &outputs)
+    // What arrives is P2P-1's; P2P-3 is about what travels on the wire.
+    match check_bundle(ctx, link, &outputs) {
+        Err(Finding::Violation(wrong)) => {
+            ctx.attribute("P2P-1", wrong);
+            Ok(())
+        }
+        other => other,
+    }
 }
 
 /// The route's wire log, or `NotSupported`.

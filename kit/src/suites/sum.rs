@@ -232,14 +232,18 @@ where
                      {shape:?}) should be the elementwise sum over members"
                 )
             };
-            check_output(
+            // A wrong sum is SUM-1's; SUM-2 is about the wave completing.
+            match check_output(
                 ctx,
                 crate::Operation::AllReduceSum,
                 what,
                 output,
                 shape,
                 &expected,
-            )?;
+            ) {
+                Err(crate::check::Finding::Violation(wrong)) => ctx.attribute("SUM-1", wrong),
+                other => other?,
+            }
         }
         drop(kept);
         Ok(())

@@ -30,7 +30,9 @@ fn local_work<'a>(
         .into_iter()
         .map(|tensor| retention.storage(tensor, retain_inputs))
         .collect();
-    let hang_when_empty = storages.is_empty() && device.has(Defect::EmptyLocalDepsHang);
+    let hang_when_empty = storages.is_empty()
+        && operation == "submit_local_dependencies"
+        && device.has(Defect::EmptyLocalDepsHang);
     let fenced = fenced_group(executor);
     if let Some(group) = &fenced {
         retention.keep(&group.member, true);
