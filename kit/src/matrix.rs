@@ -278,7 +278,12 @@ impl<H: Harness> Pending<'_, '_, H> {
             .watch
             .as_ref()
             .map(|observer| observer.state())
-            .filter(|state| state.is_terminal());
+            .filter(|state| {
+                matches!(
+                    state,
+                    crate::harness::WorkState::Completed | crate::harness::WorkState::Failed
+                )
+            });
         Err(crate::check::setup(match ended {
             Some(state) => format!(
                 "the work ended ({state:?}, says the observer) before {what}, although the kit kept it pending: \
@@ -292,15 +297,18 @@ impl<H: Harness> Pending<'_, '_, H> {
 }
 
 impl<H: Harness> Submitted<H> {
-    /// Whether the work is certainly still pending, as far as the kit can
-    /// tell: lazy work within its known while, and never when the observer
-    /// reports the work terminal.
+    /// Whether the work has certainly not ended on its own, as far as the
+    /// kit can tell: lazy work within its known while, and never when the
+    /// observer reports it completed or failed. (Work the kit itself had torn
+    /// down by a NativeCancel deadline did not end on its own.)
     pub(crate) fn surely_pending(&self) -> bool {
         self.lazy.is_none_or(|(until, _)| Instant::now() < until)
-            && self
-                .watch
-                .as_ref()
-                .is_none_or(|observer| !observer.state().is_terminal())
+            && self.watch.as_ref().is_none_or(|observer| {
+                !matches!(
+                    observer.state(),
+                    crate::harness::WorkState::Completed | crate::harness::WorkState::Failed
+                )
+            })
     }
 
     /// How long released work may take to complete.

@@ -1,48 +1,133 @@
-//! Mutant proofs: every check can fail.
+//! Mutant proofs: every check can fail, and fails only for its own invariant.
 //!
-//! For every planted defect of the CPU reference backend, the cases of the
-//! invariant it breaks must report a failure verdict, while sentinel cases of
-//! unrelated families keep passing (so a verdict points at its cause).
-//! One module per family; each lists the defects it proves in `PROVEN`.
+//! The **precision matrix** runs the whole catalogue, every instrument
+//! provided, against the CPU reference backend with each planted defect in
+//! turn. A defect must fail at least one case of the invariant it breaks, and
+//! the invariants whose cases fail must be its own plus the overlaps declared
+//! in [`OVERLAPS`], each justified by SPEC.md's wording. `inconclusive`
+//! verdicts and violations attributed to other invariants are shown, but
+//! blame nothing. Run with `--nocapture` to see the matrix.
+//!
+//! `COMMCHECK_MUTANTS=Name,Name` restricts the matrix to some defects (by
+//! [`Defect::name`]) while iterating; `COMMCHECK_MUTANT_THREADS` sets how many
+//! defects run at once (default 3).
 
-mod a2a;
-mod agr;
-mod bar;
 mod black_box;
-mod brd;
-mod can;
-mod exc;
-mod gat;
-mod p2p;
-mod ret;
-mod sub;
-mod sum;
 
-use commcheck::{run_cases, RunResults, Verdict};
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use commcheck::{run_cases, CaseResult, RunResults, Verdict};
 use commcheck_cpu::Defect;
 use commcheck_reference::cpu::CpuHarness;
 
-/// One case per family, on the simplest subject that family has.
-const SENTINELS: &[&str] = &[
-    "RET-1::local_dependencies",
-    "EXC-5::local_dependencies",
-    "CAN-1::local_dependencies",
-    "SUB-2::submit",
-    "SUM-1::all_reduce_sum",
-    "GAT-1::all_gather_even",
-    "BRD-1::broadcast",
-    "AGR-1::agree_success",
+/// Invariants a defect may fail besides its own: `(defect, ID, why)`, where
+/// *why* quotes the SPEC.md wording that makes the defect a violation of
+/// that invariant too. Only overlaps the SPEC implies belong here; any other
+/// cross-ID failure means a check blames the wrong invariant.
+const OVERLAPS: &[(Defect, &str, &str)] = &[
+    (
+        Defect::DropReleasesPending,
+        "CAN-6",
+        "RET-4: dropping a completion \"in any state (pending, failed, timed out)\" frees nothing live; CAN-6: after a quarantine deadline \"every retained resource stays alive until the work really completes\"",
+    ),
+    (
+        Defect::DropReleasesPending,
+        "CAN-7",
+        "RET-4 covers dropping a \"failed\" completion; CAN-7: \"no error path frees live resources\"",
+    ),
+    (
+        Defect::DropReleasesPending,
+        "CAN-8",
+        "CAN-8: edge deadlines must not \"break CAN-5..7\" (here CAN-6, at a 1 ns deadline)",
+    ),
+    (
+        Defect::LeakRetained,
+        "RET-6",
+        "RET-6: a retained value \"is dropped after it (once the completion is gone)\"",
+    ),
+    (
+        Defect::LeakRetained,
+        "CAN-6",
+        "CAN-6: quarantined resources are \"released after that (RET-7)\"",
+    ),
+    (
+        Defect::LeakRetained,
+        "CAN-8",
+        "CAN-8: edge deadlines must not \"break CAN-5..7\" (here CAN-6's release)",
+    ),
+    (
+        Defect::NonMonotonicCompletion,
+        "EXC-5",
+        "EXC-5: after wait() returned Ok(()), is_complete() \"is Ok(true)\" (every later call, so a flip back breaks it)",
+    ),
+    (
+        Defect::NonStickyError,
+        "P2P-2",
+        "P2P-2: a header mismatch \"never yields success; the failure is sticky (EXC-6)\"",
+    ),
+    (
+        Defect::ErrorReleases,
+        "CAN-7",
+        "EXC-7: after Err resources used by native work stay alive = CAN-7: \"no error path frees live resources\"",
+    ),
+    (
+        Defect::CompletedAtDeadline,
+        "CAN-4",
+        "CAN-4: pending work under a supported mode \"yields Ok(DeadlineExceeded { cancellation: m })\", so not Completed",
+    ),
+    (
+        Defect::WrongCancellationMode,
+        "CAN-4",
+        "CAN-4: pending work yields DeadlineExceeded with the policy's mode, \"not Err and not another mode\"",
+    ),
+    (
+        Defect::NativeCancelNoTeardown,
+        "CAN-7",
+        "CAN-7: an Err on live work comes only \"after live work was put in the selected disposition\" (finished teardown)",
+    ),
+    (
+        Defect::NativeCancelNoTeardown,
+        "CAN-8",
+        "CAN-8: edge deadlines must not \"break CAN-5..7\" (here CAN-5)",
+    ),
+    (
+        Defect::QuarantineDropsLive,
+        "CAN-7",
+        "CAN-7: under quarantine an Err comes after live work was quarantined; \"no error path frees live resources\"",
+    ),
+    (
+        Defect::QuarantineDropsLive,
+        "CAN-8",
+        "CAN-8: edge deadlines must not \"break CAN-5..7\" (here CAN-6)",
+    ),
+    (
+        Defect::FailedIsCompleted,
+        "EXC-6",
+        "EXC-6: after an error \"every later is_complete/wait/wait_bounded reports an error, never success\"",
+    ),
+    (
+        Defect::FailedIsCompleted,
+        "P2P-2",
+        "P2P-2: a header mismatch \"never yields success; the failure is sticky (EXC-6)\"",
+    ),
+    (
+        Defect::ForkSharesLane,
+        "EXC-4",
+        "EXC-4: \"a blocked submission on another executor lane does not delay it\" = SUB-1: \"a held lane does not block the others\"",
+    ),
 ];
-
-fn family(id: &str) -> &str {
-    id.split('-').next().unwrap_or(id)
-}
 
 /// Watchdog for mutant runs: some defects make work hang on purpose, and a
 /// hang is proven as soon as the watchdog fires. It is longer than twice
 /// `slack::RELEASE`, so checks that bound their own waits report their own
 /// `fail` first; hung cases overlap (`COMMCHECK_JOBS`), as they use no CPU.
 const MUTANT_CASE_TIMEOUT_MS: &str = "11000";
+
+/// Defects whose catalogue runs at once in the matrix (each runs
+/// `COMMCHECK_JOBS` cases at a time); most of a mutant run is waiting.
+const MUTANT_THREADS: usize = 3;
 
 /// The watchdog and parallelism of mutant runs (set once per process).
 pub fn mutant_settings() {
@@ -51,50 +136,6 @@ pub fn mutant_settings() {
         std::env::set_var("COMMCHECK_CASE_TIMEOUT_MS", MUTANT_CASE_TIMEOUT_MS);
         std::env::set_var("COMMCHECK_JOBS", "4");
     });
-}
-
-/// Runs the defect's own invariant and the sentinels of other families.
-pub fn prove(defect: Defect) -> RunResults {
-    mutant_settings();
-    let id = defect.invariant();
-    let results = run_cases(CpuHarness::with_defect(defect), |case| {
-        let name = case.name();
-        case.invariant().id == id
-            || (SENTINELS.contains(&name.as_str()) && family(&name) != family(id))
-    });
-    let own: Vec<_> = results.cases.iter().filter(|c| c.invariant == id).collect();
-    assert!(!own.is_empty(), "{defect}: no case checks {id}");
-    assert!(
-        own.iter().all(|c| c.verdict != Verdict::NotSupported),
-        "{defect}: {id} is not-supported on the CPU harness: {own:#?}"
-    );
-    assert!(
-        own.iter().any(|c| c.verdict.is_failure()),
-        "{defect}: no case of {id} failed:\n{}",
-        own.iter()
-            .map(|c| format!("  {} {}", c.name, c.verdict))
-            .collect::<Vec<_>>()
-            .join("\n")
-    );
-    let sentinels: Vec<_> = results.cases.iter().filter(|c| c.invariant != id).collect();
-    let failing: Vec<_> = sentinels
-        .iter()
-        .filter(|c| c.verdict.is_failure())
-        .collect();
-    assert!(
-        failing.len() * 2 <= sentinels.len(),
-        "{defect}: unrelated families fail along with {id}: {:#?}",
-        failing
-            .iter()
-            .map(|c| format!(
-                "{} {}: {}",
-                c.name,
-                c.verdict,
-                c.message.clone().unwrap_or_default()
-            ))
-            .collect::<Vec<_>>()
-    );
-    results
 }
 
 /// Prints the verdicts of a proof when the test is run with `--nocapture`.
@@ -109,47 +150,312 @@ pub fn show(results: &RunResults) {
     }
 }
 
-/// Declares one test per defect, named after the defect, and `PROVEN`.
-#[macro_export]
-macro_rules! mutants {
-    ($($test:ident => $defect:ident,)*) => {
-        $(
-            #[test]
-            fn $test() {
-                $crate::show(&$crate::prove(commcheck_cpu::Defect::$defect));
-            }
-        )*
-
-        /// The defects this module proves.
-        pub const PROVEN: &[commcheck_cpu::Defect] = &[$(commcheck_cpu::Defect::$defect),*];
-    };
+/// One row of the matrix: what the whole catalogue found for one defect.
+struct Row {
+    defect: Defect,
+    results: RunResults,
+    wall: Duration,
 }
 
-/// Every defect whose invariant the kit checks has a proof in some module.
-#[test]
-fn every_covered_defect_has_a_proof() {
-    let proven: Vec<Defect> = [
-        a2a::PROVEN,
-        agr::PROVEN,
-        bar::PROVEN,
-        brd::PROVEN,
-        can::PROVEN,
-        exc::PROVEN,
-        gat::PROVEN,
-        p2p::PROVEN,
-        ret::PROVEN,
-        sub::PROVEN,
-        sum::PROVEN,
-    ]
-    .concat();
-    let covered = commcheck::catalogue(&CpuHarness::new())
-        .iter()
-        .filter(|case| case.unsupported().is_none())
-        .map(|case| case.invariant().id)
-        .collect::<std::collections::BTreeSet<_>>();
-    for defect in Defect::ALL {
-        if covered.contains(defect.invariant()) {
-            assert!(proven.contains(defect), "{defect} has no mutant proof");
+impl Row {
+    fn run(defect: Defect) -> Self {
+        let started = Instant::now();
+        let results = run_cases(CpuHarness::with_defect(defect), |_| true);
+        Self {
+            defect,
+            results,
+            wall: started.elapsed(),
         }
+    }
+
+    /// The verdicts of the failing cases, per invariant.
+    fn failing(&self) -> BTreeMap<&str, Vec<Verdict>> {
+        let mut ids: BTreeMap<&str, Vec<Verdict>> = BTreeMap::new();
+        for case in &self.results.cases {
+            if case.verdict.is_failure() {
+                ids.entry(case.invariant.as_str())
+                    .or_default()
+                    .push(case.verdict);
+            }
+        }
+        ids
+    }
+
+    /// Violations the cases attributed to other invariants, per invariant
+    /// (one entry per observation).
+    fn attributed(&self) -> BTreeMap<&str, Vec<Verdict>> {
+        let mut ids: BTreeMap<&str, Vec<Verdict>> = BTreeMap::new();
+        for case in &self.results.cases {
+            for seen in &case.attributed {
+                ids.entry(seen.invariant.as_str())
+                    .or_default()
+                    .push(Verdict::Fail);
+            }
+        }
+        ids
+    }
+
+    /// Inconclusive cases, grouped per invariant: `ID::{subject,subject}`.
+    fn inconclusive(&self) -> Vec<String> {
+        let mut ids: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+        for case in &self.results.cases {
+            if case.verdict == Verdict::Inconclusive {
+                ids.entry(case.invariant.as_str())
+                    .or_default()
+                    .push(case.subject.to_string());
+            }
+        }
+        ids.into_iter()
+            .map(|(id, subjects)| match subjects.as_slice() {
+                [one] => format!("{id}::{one}"),
+                _ => format!("{id}::{{{}}}", subjects.join(",")),
+            })
+            .collect()
+    }
+
+    /// Whether some case of `id` failed.
+    fn fails(&self, id: &str) -> bool {
+        self.results
+            .cases
+            .iter()
+            .any(|case| case.invariant == id && case.verdict.is_failure())
+    }
+
+    /// The matrix line.
+    fn line(&self) -> String {
+        let inconclusive = self.inconclusive();
+        format!(
+            "{:<26} {:<6} {:>5.1}s  fail: {}  inconclusive: {}  attributed: {}",
+            self.defect.name(),
+            self.defect.invariant(),
+            self.wall.as_secs_f64(),
+            counts(&self.failing()),
+            if inconclusive.is_empty() {
+                "-".to_owned()
+            } else {
+                inconclusive.join(" ")
+            },
+            counts(&self.attributed()),
+        )
+    }
+
+    /// What is wrong with this row: a missing proof, or failures of an
+    /// invariant neither the defect's own nor a declared overlap (one
+    /// problem per such invariant, naming its cases).
+    fn problems(&self) -> Vec<String> {
+        let defect = self.defect;
+        let id = defect.invariant();
+        let mut problems = Vec::new();
+        let own: Vec<_> = self
+            .results
+            .cases
+            .iter()
+            .filter(|c| c.invariant == id)
+            .collect();
+        if own.is_empty() {
+            problems.push(format!("{defect}: no case checks {id}"));
+        }
+        for case in own.iter().filter(|c| c.verdict == Verdict::NotSupported) {
+            problems.push(format!(
+                "{defect}: {} is not-supported on the CPU harness: {}",
+                case.name,
+                case.message.clone().unwrap_or_default()
+            ));
+        }
+        if !own.is_empty() && !own.iter().any(|c| c.verdict.is_failure()) {
+            problems.push(format!(
+                "{defect}: no case of {id} failed:\n{}",
+                own.iter()
+                    .map(|c| format!(
+                        "    {} {} {}",
+                        c.name,
+                        c.verdict,
+                        c.message.clone().unwrap_or_default()
+                    ))
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            ));
+        }
+        let mut stray: BTreeMap<&str, Vec<&CaseResult>> = BTreeMap::new();
+        for case in &self.results.cases {
+            if case.verdict.is_failure()
+                && case.invariant != id
+                && !overlaps(defect).any(|other| other == case.invariant)
+            {
+                stray.entry(case.invariant.as_str()).or_default().push(case);
+            }
+        }
+        for (other, cases) in stray {
+            problems.push(format!(
+                "{defect} fails {other}, no declared overlap ({} case(s)):\n{}",
+                cases.len(),
+                cases
+                    .iter()
+                    .map(|c| format!(
+                        "    {} {}: {}",
+                        c.name,
+                        c.verdict,
+                        c.message.clone().unwrap_or_default()
+                    ))
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            ));
+        }
+        problems
+    }
+}
+
+/// `ID×count` for each invariant, with the verdicts other than `fail`
+/// among them (`ID×3[1 timeout]`); `-` for none.
+fn counts(ids: &BTreeMap<&str, Vec<Verdict>>) -> String {
+    if ids.is_empty() {
+        return "-".to_owned();
+    }
+    ids.iter()
+        .map(|(id, verdicts)| {
+            let mut odd: BTreeMap<&str, usize> = BTreeMap::new();
+            for verdict in verdicts.iter().filter(|v| **v != Verdict::Fail) {
+                *odd.entry(verdict.as_str()).or_default() += 1;
+            }
+            let odd = if odd.is_empty() {
+                String::new()
+            } else {
+                let odd: Vec<_> = odd.iter().map(|(v, n)| format!("{n} {v}")).collect();
+                format!("[{}]", odd.join(", "))
+            };
+            format!("{id}×{}{odd}", verdicts.len())
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The declared overlaps of `defect`.
+fn overlaps(defect: Defect) -> impl Iterator<Item = &'static str> {
+    OVERLAPS
+        .iter()
+        .filter(move |(d, _, _)| *d == defect)
+        .map(|(_, id, _)| *id)
+}
+
+/// The defects `COMMCHECK_MUTANTS` selects (all by default).
+fn selected() -> (Vec<Defect>, bool) {
+    match std::env::var("COMMCHECK_MUTANTS") {
+        Ok(names) if !names.trim().is_empty() => {
+            let names: Vec<&str> = names.split(',').map(str::trim).collect();
+            for name in &names {
+                assert!(
+                    Defect::ALL.iter().any(|d| d.name() == *name),
+                    "COMMCHECK_MUTANTS: no defect named {name}"
+                );
+            }
+            let defects = Defect::ALL
+                .iter()
+                .copied()
+                .filter(|d| names.contains(&d.name()))
+                .collect();
+            (defects, false)
+        }
+        _ => (Defect::ALL.to_vec(), true),
+    }
+}
+
+fn threads() -> usize {
+    std::env::var("COMMCHECK_MUTANT_THREADS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .filter(|n| *n > 0)
+        .unwrap_or(MUTANT_THREADS)
+}
+
+/// Runs every defect against the whole catalogue, `threads()` at a time.
+fn matrix(defects: &[Defect]) -> Vec<Row> {
+    let next = Mutex::new(0usize);
+    let rows = Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for _ in 0..threads().min(defects.len()) {
+            scope.spawn(|| loop {
+                let index = {
+                    let mut next = next.lock().unwrap_or_else(|p| p.into_inner());
+                    *next += 1;
+                    *next - 1
+                };
+                let Some(&defect) = defects.get(index) else {
+                    break;
+                };
+                let row = Row::run(defect);
+                eprintln!("precision matrix: {}", row.line());
+                rows.lock().unwrap_or_else(|p| p.into_inner()).push(row);
+            });
+        }
+    });
+    let mut rows = rows.into_inner().unwrap_or_else(|p| p.into_inner());
+    rows.sort_by_key(|row| Defect::ALL.iter().position(|d| *d == row.defect));
+    rows
+}
+
+/// Every defect fails its own invariant, and otherwise only its declared
+/// overlaps; every defect has a row.
+#[test]
+fn precision_matrix() {
+    mutant_settings();
+    let (defects, all) = selected();
+    let started = Instant::now();
+    let rows = matrix(&defects);
+    let wall = started.elapsed();
+
+    println!("\nprecision matrix ({} defects):", rows.len());
+    for row in &rows {
+        println!("{}", row.line());
+    }
+    println!("declared overlaps (* = not seen in this run):");
+    for (defect, id, why) in OVERLAPS {
+        let seen = rows
+            .iter()
+            .any(|row| row.defect == *defect && row.fails(id));
+        let ran = rows.iter().any(|row| row.defect == *defect);
+        let mark = if seen || !ran { ' ' } else { '*' };
+        println!("{mark} {:<26} {:<6} {why}", defect.name(), id);
+    }
+    println!(
+        "precision matrix: {} defects in {:.1}s ({} at a time, {} cases each at a time)",
+        rows.len(),
+        wall.as_secs_f64(),
+        threads(),
+        std::env::var("COMMCHECK_JOBS").unwrap_or_default()
+    );
+
+    let mut problems: Vec<String> = rows.iter().flat_map(Row::problems).collect();
+    if all {
+        for defect in Defect::ALL {
+            if !rows.iter().any(|row| row.defect == *defect) {
+                problems.push(format!("{defect}: not in the matrix"));
+            }
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "precision matrix: {} problem(s):\n{}",
+        problems.len(),
+        problems.join("\n")
+    );
+}
+
+/// Every overlap names a SPEC invariant other than its defect's own, once.
+#[test]
+fn overlaps_are_well_formed() {
+    for (i, (defect, id, why)) in OVERLAPS.iter().enumerate() {
+        assert!(
+            commcheck::spec::invariant(id).is_some(),
+            "{defect}: overlap {id} is no SPEC ID"
+        );
+        assert_ne!(*id, defect.invariant(), "{defect}: overlap with its own ID");
+        assert!(
+            !why.is_empty(),
+            "{defect}: overlap {id} has no justification"
+        );
+        assert!(
+            !OVERLAPS[..i].iter().any(|(d, o, _)| d == defect && o == id),
+            "{defect}: overlap {id} declared twice"
+        );
     }
 }

@@ -1,6 +1,0 @@
-//! AGR mutants.
-
-crate::mutants! {
-    agr_1_agreement_local => AgreementLocal,
-    agr_2_agreement_blocks => AgreementBlocks,
-}

@@ -1,5 +1,0 @@
-//! BAR mutants.
-
-crate::mutants! {
-    bar_1_barrier_early => BarrierEarly,
-}
