@@ -15,10 +15,42 @@
 //! harness = false
 //! ```
 //!
-//! The harness below connects the CPU reference backend with no
-//! instruments at all: every class-I invariant is then `not-supported`, while
-//! every black-box and multi-rank check runs. Each instrument is one more
-//! method (`hold`, `probe`, `ledger`, `inject_fault`, `observer`, `wire_log`).
+//! The harness below is the least a vendor writes: the CPU reference backend,
+//! claiming `sum_reduction` and `barrier`, with no instrument, every world
+//! size, and no second handle. Run, it certifies exactly this:
+//!
+//! - **Level `core`.** Every class-A and class-M case of the claimed subjects
+//!   (local dependencies, plain submissions, `fork_executors`, `order_after`,
+//!   `all_reduce_sum`, `barrier`) passes on black-box evidence: EXC-1 to
+//!   EXC-5, EXC-9, EXC-10, CAN-1 to CAN-4, CAN-8 (with a note that the CAN-5
+//!   to CAN-7 dispositions under edge deadlines were not observed), RET-6,
+//!   SUB-1 to SUB-3, SUM-1 and SUM-2 (on 1, 2, 3, 4 and 8 ranks) and BAR-1.
+//!   Late peers keep the two operations pending; the backend's own lazy
+//!   `matmul` chains, calibrated once per run, keep local work pending.
+//! - **Class I.** RET-2 passes in its black-box form (the work completes after
+//!   its owned executor was dropped). Every other class-I case is
+//!   `not-supported`, naming the instruments it needs: RET-1, RET-3 to RET-5,
+//!   RET-7, RET-8, EXC-6 to EXC-8, CAN-5 to CAN-7, CAN-9 and SUB-4. So the
+//!   level is never `full`.
+//! - **Unclaimed operations.** Every case of the six other operations, and
+//!   every ID of their families, is `not-supported`.
+//!
+//! The [`evidence`] page lists, for every invariant, what its checks can use
+//! (black-box, which instrument, which world sizes), the comparison rule of
+//! each operation, and the clauses of the contract no check observes.
+//!
+//! Everything else a harness can provide is one optional method more:
+//!
+//! - instruments, declared by [`Harness::instruments`]: [`Harness::hold`],
+//!   [`Harness::probe`], [`Harness::ledger`], [`Harness::inject_fault`] and
+//!   [`Harness::fail_next_submission`], [`Harness::observer`],
+//!   [`Harness::wire_log`];
+//! - [`Harness::world_sizes`]: the world sizes built in one process (a backend
+//!   with one rank per process declares `WorldSizes::UpTo(1)`; cases on sizes
+//!   it does not build are `not-supported`);
+//! - [`Harness::second_handle`]: a second handle on the same work, when the
+//!   backend's own completion type offers one (e.g. `Clone`); not an
+//!   instrument, it lets EXC-8's timeout clause be read without an observer.
 //!
 //! ```no_run
 //! // tests/commcheck.rs
@@ -92,6 +124,8 @@ pub mod case;
 mod catalogue;
 pub mod check;
 pub mod claims;
+#[doc = include_str!("../EVIDENCE.md")]
+pub mod evidence {}
 pub mod harness;
 pub mod lazy;
 mod matrix;

@@ -115,10 +115,14 @@ pub(crate) enum Handle<H: Harness> {
 impl<H: Harness> Handle<H> {
     /// `is_complete()`, which must not block (EXC-1; see [`guarded`]).
     pub(crate) fn is_complete(&self) -> Result<bool, String> {
-        guarded("is_complete()", "EXC-1", slack::BLOCKED, || match self {
+        let seen = guarded("is_complete()", "EXC-1", slack::BLOCKED, || match self {
             Self::Plain(c) => c.is_complete().map_err(|e| e.to_string()),
             Self::Communication(c) => c.is_complete().map_err(|e| e.to_string()),
-        })
+        });
+        if matches!(seen, Ok(true)) {
+            crate::world::note_completion_report::<H>(self.as_ref());
+        }
+        seen
     }
 
     /// `wait()` on work that may still be running: bounded only by the
@@ -387,7 +391,7 @@ impl<H: Harness> Driver<H> {
         let round = ctx.rounds.get();
         ctx.rounds.set(round + 1);
         let mut submitted = (self.submit)(ctx, executor, load)?;
-        submitted.watch = ctx.harness().observer(submitted.completion.as_ref());
+        submitted.watch = ctx.optional_observer(submitted.completion.as_ref());
         Ok(Pending {
             submitted,
             ctx,
@@ -406,7 +410,17 @@ impl<H: Harness> Driver<H> {
             match ctx.await_any_signal(&[&next, DONE], slack::RELEASE * 4) {
                 Some(0) => {
                     let submitted = (self.submit)(ctx, ctx.executor(), Load::Light)?;
-                    let _ = wait_within(&submitted.completion, slack::RELEASE);
+                    // Keep this rank's part until it completes, or until the
+                    // subject moves on (a next round, or done): a round that
+                    // never completes must not hold up the next one.
+                    let (again, done) = (join(round + 1), DONE);
+                    let start = Instant::now();
+                    while !matches!(submitted.completion.is_complete(), Ok(true) | Err(_))
+                        && start.elapsed() < slack::RELEASE
+                        && ctx
+                            .await_any_signal(&[&again, done], Duration::from_millis(1))
+                            .is_none()
+                    {}
                 }
                 // Done, or the subject never released: its own script reports why.
                 _ => break,

@@ -103,9 +103,24 @@ impl Signals {
 pub(crate) struct Journal {
     notes: Mutex<Vec<String>>,
     attributed: Mutex<Vec<Attributed>>,
+    /// Whether a rank used an instrument of the harness.
+    instrumented: std::sync::atomic::AtomicBool,
+    /// The first time `is_complete()` reported `Ok(true)` while the
+    /// harness's observer saw the work still live (an EXC-2 violation).
+    early: Mutex<Option<String>>,
 }
 
 impl Journal {
+    /// The first early completion report seen (see [`note_completion_report`]).
+    pub(crate) fn early_completion(&self) -> Option<String> {
+        guard(&self.early).clone()
+    }
+
+    /// Whether a rank used an instrument of the harness.
+    pub(crate) fn instrumented(&self) -> bool {
+        self.instrumented.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
     /// Everything recorded so far (notes without duplicates).
     pub(crate) fn take(&self) -> (Vec<String>, Vec<Attributed>) {
         let mut notes = std::mem::take(&mut *guard(&self.notes));
@@ -130,10 +145,51 @@ struct Call {
 #[derive(Default)]
 pub(crate) struct CallWatch(Mutex<Option<Call>>);
 
+/// What a rank thread needs to cross-check a completion report with the
+/// harness's observer: its journal, and the observer query (typed by the
+/// harness, behind `Any`).
+struct ReportCheck {
+    journal: Arc<Journal>,
+    observe: Box<dyn std::any::Any>,
+}
+
+/// The observer query of a rank thread of harness `H`.
+type Observe<H> = Box<dyn Fn(CompletionRef<'_, H>) -> Option<crate::harness::WorkState>>;
+
+thread_local! {
+    /// The completion-report check of the rank thread this is, if any.
+    static REPORTS: std::cell::RefCell<Option<ReportCheck>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Called when `is_complete()` on `completion` returned `Ok(true)`: when
+/// the harness's observer says the work is still live, the report was early
+/// (EXC-2). The case's journal records it; a failure of another invariant in
+/// the same case then cannot be trusted (it is made inconclusive), since
+/// every check reads completion through `is_complete()`.
+pub(crate) fn note_completion_report<H: Harness>(completion: CompletionRef<'_, H>) {
+    REPORTS.with(|reports| {
+        let reports = reports.borrow();
+        let Some(check) = reports.as_ref() else { return };
+        let Some(observe) = check.observe.downcast_ref::<Observe<H>>() else {
+            return;
+        };
+        if observe(completion) == Some(crate::harness::WorkState::Live) {
+            guard(&check.journal.early).get_or_insert_with(|| {
+                "is_complete() returned Ok(true) while the harness's observer reported the work still Live".into()
+            });
+        }
+    })
+}
+
 thread_local! {
     /// The watch of the rank thread this is, if it is one.
     static WATCH: std::cell::RefCell<Option<Arc<CallWatch>>> = const { std::cell::RefCell::new(None) };
 }
+
+/// The `invariant` of a [`guarded`] call that no invariant bounds: one the
+/// kit makes to set a check up (a `wait()` on released healthy work). Blocked,
+/// it makes the case inconclusive.
+pub(crate) const SETUP: &str = "setup";
 
 /// Runs `call`, a call into the backend that must return within `limit`
 /// (the invariant `invariant` says so). On a rank thread the world's
@@ -252,6 +308,33 @@ impl<'w, H: Harness> RankCtx<'w, H> {
         harness(self.harness.route(&self.rank, id, source, destination))
     }
 
+    /// Records that the case used an instrument (its evidence is then
+    /// `instrumented`), passing `found` through.
+    fn used<T>(&self, found: Option<T>) -> Option<T> {
+        if found.is_some() {
+            self.journal
+                .instrumented
+                .store(true, std::sync::atomic::Ordering::SeqCst);
+        }
+        found
+    }
+
+    /// The observer on `completion` when the harness provides one (optional
+    /// extra evidence; using it makes the case `instrumented`).
+    pub fn optional_observer(&self, completion: CompletionRef<'_, H>) -> Option<Observer> {
+        self.used(self.harness.observer(completion))
+    }
+
+    /// The ledger when the harness provides one (optional extra evidence).
+    pub fn optional_ledger(&self) -> Option<Ledger> {
+        self.used(self.harness.ledger(&self.rank))
+    }
+
+    /// A hold on `executor` when the harness provides one (optional).
+    pub fn optional_hold(&self, executor: &Executor<H>) -> Option<HoldGuard> {
+        self.used(self.harness.hold(&self.rank, executor))
+    }
+
     /// Why an instrument's method answered nothing: not declared
     /// (`NotSupported`), or declared and then absent (a harness error).
     fn absent(&self, declared: bool, instrument: &str, method: &str) -> Finding {
@@ -267,38 +350,41 @@ impl<'w, H: Harness> RankCtx<'w, H> {
     /// Holds `executor` (the hold instrument), or reports it unsupported.
     pub fn hold(&self, executor: &Executor<H>) -> Result<HoldGuard, Finding> {
         let declared = self.harness.instruments().hold;
-        self.harness
-            .hold(&self.rank, executor)
+        self.used(self.harness.hold(&self.rank, executor))
             .ok_or_else(|| self.absent(declared, "hold", "hold"))
     }
 
     /// A liveness probe on `tensor`, or `NotSupported`.
     pub fn probe(&self, tensor: &Tensor<H>) -> Result<Probe, Finding> {
         let declared = self.harness.instruments().probe;
-        self.harness
-            .probe(&self.rank, tensor)
+        self.used(self.harness.probe(&self.rank, tensor))
             .ok_or_else(|| self.absent(declared, "liveness probe", "probe"))
     }
 
     /// The resource ledger, or `NotSupported`.
     pub fn ledger(&self) -> Result<Ledger, Finding> {
         let declared = self.harness.instruments().ledger;
-        self.harness
-            .ledger(&self.rank)
+        self.used(self.harness.ledger(&self.rank))
             .ok_or_else(|| self.absent(declared, "resource ledger", "ledger"))
     }
 
     /// An observer on `completion`, or `NotSupported`.
     pub fn observer(&self, completion: CompletionRef<'_, H>) -> Result<Observer, Finding> {
         let declared = self.harness.instruments().observer;
-        self.harness
-            .observer(completion)
+        self.used(self.harness.observer(completion))
             .ok_or_else(|| self.absent(declared, "observer", "observer"))
+    }
+
+    /// The native messages sent on `route` so far, when the harness keeps a
+    /// wire log.
+    pub fn wire_log(&self, route: &H::Route) -> Option<Vec<crate::harness::WireRecord>> {
+        self.used(self.harness.wire_log(route))
     }
 
     /// Makes the next native work item on `executor` fail, or `NotSupported`.
     pub fn inject_fault(&self, executor: &Executor<H>) -> Check {
         if self.harness.inject_fault(&self.rank, executor) {
+            self.used(Some(()));
             Ok(())
         } else {
             let declared = self.harness.instruments().fault;
@@ -309,6 +395,7 @@ impl<'w, H: Harness> RankCtx<'w, H> {
     /// Makes the next submission on `executor` return `Err`, or `NotSupported`.
     pub fn fail_next_submission(&self, executor: &Executor<H>) -> Check {
         if self.harness.fail_next_submission(&self.rank, executor) {
+            self.used(Some(()));
             Ok(())
         } else {
             let declared = self.harness.instruments().fault;
@@ -405,6 +492,18 @@ pub(crate) fn run_world<H: Harness>(
                         let report = report.clone();
                         move || {
                             WATCH.with(|slot| *slot.borrow_mut() = Some(watch));
+                            if harness.instruments().observer {
+                                let observing = Arc::clone(&harness);
+                                let observe: Observe<H> = Box::new(move |completion| {
+                                    observing.observer(completion).map(|o| o.state())
+                                });
+                                REPORTS.with(|slot| {
+                                    *slot.borrow_mut() = Some(ReportCheck {
+                                        journal: Arc::clone(&journal),
+                                        observe: Box::new(observe),
+                                    })
+                                });
+                            }
                             let outcome = catch_unwind(AssertUnwindSafe(|| {
                                 let rank =
                                     catch_unwind(AssertUnwindSafe(|| harness.rank(&world, index)))

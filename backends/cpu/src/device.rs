@@ -232,14 +232,20 @@ impl CpuDevice {
         if self.has(Defect::LeakRetained) {
             guard(&self.shared.leaked).extend(retained);
         } else if self.has(Defect::ReleasableRunsDestructors) {
-            // Defect: keep them until resources_releasable is called.
-            guard(&self.shared.leaked).extend(retained);
+            // Defect: keep application values (`retain_until_complete`) until
+            // `resources_releasable` is called (or the completion is dropped);
+            // native resources are released as usual.
+            let (kept, released): (Vec<_>, Vec<_>) = retained
+                .into_iter()
+                .partition(|value| value.is::<KeptForReleasable>());
+            guard(&self.shared.leaked).extend(kept);
+            drop(released);
         } else {
             drop(retained);
         }
     }
 
-    /// Drops values kept by the EXC-8 destructor defect.
+    /// Drops values kept by the EXC-8 destructor defect (and leaked ones).
     pub(crate) fn drain_kept(&self) {
         let kept = std::mem::take(&mut *guard(&self.shared.leaked));
         drop(kept);
@@ -252,3 +258,9 @@ impl CpuDevice {
         core.mark_released();
     }
 }
+
+/// A `retain_until_complete` value under the EXC-8 destructor defect, which
+/// keeps it for the next `resources_releasable` call.
+pub(crate) struct KeptForReleasable(
+    #[allow(dead_code, reason = "held for its destructor")] pub(crate) crate::core::Retained,
+);

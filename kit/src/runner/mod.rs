@@ -150,6 +150,15 @@ fn classify<H: Harness>(
             );
             if invariant == id {
                 (Verdict::Fail, Some(format!("{id} violated: {seen}")))
+            } else if invariant == crate::world::SETUP {
+                (
+                    Verdict::Inconclusive,
+                    Some(format!(
+                        "{}: inconclusive, {id} not checked: setup: {what} on rank {rank}{world} had not returned after \
+                         {limit:?}",
+                        case.name()
+                    )),
+                )
             } else {
                 run.journal_attribute(invariant, &seen);
                 (
@@ -223,7 +232,23 @@ pub(crate) fn execute<H: Harness>(harness: &Arc<H>, case: &Case<H>, base: u64) -
             tried = second;
         }
     }
+    // Every check reads completion through is_complete(): once it was seen
+    // reporting Ok(true) for live work (EXC-2), another invariant's failure
+    // in the same case rests on a false report.
+    if let Some(early) = run.journal.early_completion() {
+        if tried.verdict.is_failure() && case.invariant.id != "EXC-2" {
+            run.journal_attribute("EXC-2", &early);
+            tried.message = Some(format!(
+                "{}: inconclusive, {} not checked: {early} (EXC-2), so this case's finding cannot be trusted: {}",
+                case.name(),
+                case.invariant.id,
+                tried.message.unwrap_or_default()
+            ));
+            tried.verdict = Verdict::Inconclusive;
+        }
+    }
     let (notes, attributed) = run.journal.take();
+    let instrumented = run.journal.instrumented();
     let mut result = result(
         case,
         tried.verdict,
@@ -233,6 +258,9 @@ pub(crate) fn execute<H: Harness>(harness: &Arc<H>, case: &Case<H>, base: u64) -
         seed,
     );
     result.worlds = tried.worlds;
+    if instrumented {
+        result.evidence = crate::runner::results::Evidence::Instrumented;
+    }
     result.notes = if result.verdict == Verdict::Pass {
         notes
     } else {

@@ -212,12 +212,12 @@ fn resolves_promptly<H: Harness>(
 where
     Backend<H>: FailureAgreementBackend,
 {
-    let hold = ctx.harness().hold(ctx.state(), ctx.executor());
-    let before = ctx.harness().ledger(ctx.state());
+    let hold = ctx.optional_hold(ctx.executor());
+    let before = ctx.optional_ledger();
     let start = Instant::now();
     let resolved = Backend::<H>::resolve_failure_agreement(output);
     let took = start.elapsed();
-    let after = ctx.harness().ledger(ctx.state());
+    let after = ctx.optional_ledger();
     drop(hold);
     let what = format!("{what}: resolve_failure_agreement after completion");
     if took > slack::PROMPT {

@@ -45,7 +45,7 @@ use super::{bounded, needs, settle, supported, take_probes};
 use crate::case::{Body, Row};
 use crate::check::{ensure, eventually, slack, Check, Finding};
 use crate::harness::{
-    Backend, Harness, HoldGuard, Instruments, Ledger, Observer, Probe, Tensor, WorkState,
+    Backend, Harness, HoldGuard, Instruments, Ledger, Observer, Probe, WorkState,
 };
 use crate::matrix::{wait_within, Driver, Handle, Pending, PendingVia, Subject};
 use crate::world::RankCtx;
@@ -301,7 +301,7 @@ impl Seen {
 impl<'c, 'w, H: Harness> Round<'c, 'w, H> {
     fn start(ctx: &'c RankCtx<'w, H>, driver: Driver<H>, setup: Setup) -> Result<Self, Finding> {
         let stand_in = stand_in(ctx)?;
-        let before = ctx.harness().ledger(ctx.state());
+        let before = ctx.optional_ledger();
         if setup.fault {
             ctx.inject_fault(ctx.executor())?;
         }
@@ -314,9 +314,11 @@ impl<'c, 'w, H: Harness> Round<'c, 'w, H> {
         let probes = take_probes(&mut pending.submitted);
         // The caller keeps no handle on the outputs either.
         drop(pending.submitted.verify.take());
-        let observer = ctx
-            .harness()
-            .observer(pending.submitted.completion.as_ref());
+        let held = !setup.fault || setup.hold || driver.pending == PendingVia::Hold;
+        if held {
+            super::retained_at_submission(&probes, driver.subject)?;
+        }
+        let observer = ctx.optional_observer(pending.submitted.completion.as_ref());
         let completion = std::mem::replace(&mut pending.submitted.completion, stand_in);
         Ok(Self {
             subject: driver.subject,
@@ -740,9 +742,10 @@ fn released_after_completion<H: Harness>(round: &Round<'_, '_, H>) -> Check {
 /// CAN-5 (and CAN-8): the executor accepts and completes new work after a
 /// teardown. Called once the round's holds are released.
 fn executor_still_works<H: Harness>(ctx: &RankCtx<'_, H>, subject: Subject) -> Check {
-    let none = std::iter::empty::<&Tensor<H>>();
+    // One materialised value (empty local work is EXC-10's subject).
+    let value = ctx.tensor(&[1.0], &[1])?;
     let submission =
-        Backend::<H>::submit_local_dependencies(none, ctx.executor()).map_err(|error| {
+        Backend::<H>::submit_local_dependencies([&value], ctx.executor()).map_err(|error| {
             Finding::Violation(format!(
                 "{subject}: after a NativeCancel teardown the executor refused new work: {error}"
             ))
@@ -1213,7 +1216,7 @@ fn no_error_for_live_work<'c, 'w, H: Harness>(
                             )))
                         }
                         other => {
-                            return Err(Finding::Harness(format!(
+                            return Err(crate::check::setup(format!(
                                 "{subject}: fault injection did not make the work fail: after release it was {other:?}"
                             )))
                         }
@@ -1306,7 +1309,7 @@ fn failed_work_is_an_error<H: Harness>(ctx: &RankCtx<'_, H>, driver: Driver<H>) 
                 )))
             }
             other => {
-                return Err(Finding::Harness(format!(
+                return Err(crate::check::setup(format!(
                 "{}: fault injection did not make the work fail: after release it was {other:?}",
                 driver.subject
             )))

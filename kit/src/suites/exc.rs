@@ -126,7 +126,7 @@ fn kept_pending(driver: Driver<impl Harness>) -> &'static str {
 
 /// An observer when the harness provides one (optional extra evidence).
 fn optional_observer<H: Harness>(ctx: &RankCtx<'_, H>, completion: &Handle<H>) -> Option<Observer> {
-    ctx.harness().observer(completion.as_ref())
+    ctx.optional_observer(completion.as_ref())
 }
 
 /// Waits (bounded) until the observer reports terminal work.
@@ -160,7 +160,14 @@ fn finished<H: Harness>(
 /// Calls `wait()` on healthy work that must complete (released, or already
 /// reported complete), so it cannot hang on a correct backend; expects success.
 fn wait_succeeds<H: Harness>(completion: &Handle<H>, subject: Subject, when: &str) -> Check {
-    completion.wait().map_err(|error| {
+    let limit = slack::RELEASE;
+    guarded(
+        "wait() on released healthy work",
+        crate::world::SETUP,
+        limit,
+        || completion.wait(),
+    )
+    .map_err(|error| {
         crate::check::setup(format!(
             "{subject}: wait() {when} on healthy work failed: {error}"
         ))
@@ -353,12 +360,8 @@ fn complete_after_wait<H: Harness>(ctx: &RankCtx<'_, H>, driver: Driver<H>) -> C
     let observer = optional_observer(ctx, &pending.submitted.completion);
     pending.release();
     if let Some(observer) = &observer {
-        finished(
-            observer,
-            Some(&pending.submitted.completion),
-            driver.subject,
-            "it was released",
-        )?;
+        // No is_complete() here: the first query after wait() is under test.
+        finished::<H>(observer, None, driver.subject, "it was released")?;
     }
     let completion = &pending.submitted.completion;
     wait_succeeds(completion, driver.subject, "on released work")?;
@@ -560,6 +563,7 @@ fn an_error_is_not_release<H: Harness>(ctx: &RankCtx<'_, H>, driver: Driver<H>) 
     let mut faulted = Faulted::submit(ctx, driver, std::borrow::Borrow::borrow(&lane))?;
     let probes = take_probes(&mut faulted.pending.submitted);
     drop(faulted.pending.submitted.verify.take());
+    super::retained_at_submission(&probes, subject)?;
     let Some(error) = faulted.error_while_held(subject)? else {
         faulted.release_and_finish(subject)?;
         ctx.note(format!(

@@ -165,7 +165,7 @@ impl<H: Harness> Blocker<H> {
         drop(self.hold.take());
         let limit = slack::RELEASE + self.lazy.map_or(Duration::ZERO, |(_, takes)| takes * 4);
         wait_within(&self.completion, limit)
-            .map_err(|error| Finding::Violation(format!("{}: {error}", what())))
+            .map_err(|error| crate::check::setup(format!("{}: {error}", what())))
     }
 }
 
@@ -182,6 +182,23 @@ pub(crate) fn require_probes(probes: &[Probe], what: &str) -> Check {
         )))
     } else {
         Ok(())
+    }
+}
+
+/// Checks, right after a submission whose work the kit keeps from running,
+/// that every probed storage is still allocated. One that is already freed
+/// was never retained (RET-1, RET-3, RET-5 answer for that): a check about
+/// what happens *later* (an error, a deadline, a drop) has nothing to say.
+pub(crate) fn retained_at_submission(probes: &[Probe], subject: Subject) -> Check {
+    let freed = probes.iter().filter(|probe| !probe.is_live()).count();
+    if freed == 0 {
+        Ok(())
+    } else {
+        Err(crate::check::setup(format!(
+            "{subject}: {freed} of {} probed storages were already freed right after submission, before anything \
+             this check provokes (retention at submission is RET-1/RET-3/RET-5's business)",
+            probes.len()
+        )))
     }
 }
 

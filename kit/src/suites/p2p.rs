@@ -676,7 +676,7 @@ fn wire_log<H: Harness>(
     link: &Link,
     route: &H::Route,
 ) -> Result<Vec<crate::harness::WireRecord>, Finding> {
-    ctx.harness().wire_log(route).ok_or_else(|| {
+    ctx.wire_log(route).ok_or_else(|| {
         Finding::NotSupported(format!(
             "the harness keeps no wire log for route {}",
             link.id

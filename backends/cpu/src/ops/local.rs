@@ -137,7 +137,13 @@ impl SubmissionBackend for CpuBackend {
             drop(value);
             return Ok(());
         }
-        if let Err(already_complete) = completion.core().retain(Box::new(value)) {
+        let value: crate::core::Retained =
+            if executor.device().has(Defect::ReleasableRunsDestructors) {
+                Box::new(crate::device::KeptForReleasable(Box::new(value)))
+            } else {
+                Box::new(value)
+            };
+        if let Err(already_complete) = completion.core().retain(value) {
             drop(already_complete);
         }
         Ok(())
