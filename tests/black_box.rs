@@ -37,7 +37,55 @@ fn no_instruments_reach_core() {
         if case.verdict == Verdict::Pass {
             assert_eq!(case.evidence, Evidence::BlackBox, "{}", case.name);
         }
-        assert!(case.attributed.is_empty(), "{}: {:?}", case.name, case.attributed);
+        assert!(
+            case.attributed.is_empty(),
+            "{}: {:?}",
+            case.name,
+            case.attributed
+        );
     }
-    assert!(wrong.is_empty(), "{} case(s):\n{}", wrong.len(), wrong.join("\n"));
+    assert!(
+        wrong.is_empty(),
+        "{} case(s):\n{}",
+        wrong.len(),
+        wrong.join("\n")
+    );
+}
+
+/// Planted defects that break a class-A invariant fail it through a harness
+/// with no instruments too (black-box forms of SUB-1, SUB-3, RET-6, and the
+/// weak form of RET-2 on local subjects).
+#[test]
+fn black_box_forms_catch_planted_defects() {
+    use commcheck_cpu::Defect;
+    let defects = [
+        Defect::ForkSharesLane,
+        Defect::OrderAfterIgnored,
+        Defect::RetainDropsEarly,
+        Defect::ExecutorNotRetained,
+    ];
+    let mut missed = Vec::new();
+    for defect in defects {
+        let id = defect.invariant();
+        let results = run_cases(
+            CpuHarness::with_defect(defect).with_instruments(Instruments::NONE),
+            |case| case.invariant().id == id,
+        );
+        for case in &results.cases {
+            println!(
+                "{defect}: {} {}: {}",
+                case.name,
+                case.verdict,
+                case.message.clone().unwrap_or_default()
+            );
+        }
+        let failed = results
+            .cases
+            .iter()
+            .any(|case| case.verdict == Verdict::Fail);
+        if !failed {
+            missed.push(format!("{defect}: no case of {id} failed"));
+        }
+    }
+    assert!(missed.is_empty(), "{}", missed.join("\n"));
 }

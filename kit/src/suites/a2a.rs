@@ -211,7 +211,7 @@ where
         },
         |submitted| match submitted {
             Ok(submission) if must_wait(plan, rank, all_zero) => {
-                still_pending(&submission.completion, &what)
+                still_pending::<H>(&submission.completion, &what)
             }
             _ => Ok(()),
         },
@@ -235,16 +235,25 @@ where
 
 /// A member with all-zero counts still takes part: before the late member
 /// joined, its completion must not report success.
-fn still_pending<C: Completion>(completion: &C, what: &dyn Fn() -> String) -> Flow {
+fn still_pending<H: Harness>(
+    completion: &crate::harness::CommCompletion<H>,
+    what: &dyn Fn() -> String,
+) -> Flow {
     settle();
     match completion.is_complete() {
         Ok(false) => Ok(()),
-        Ok(true) => Err(violation!(
-            "{}: this member's counts are all zero, yet it reported complete {:?} after \
+        Ok(true) => Err({
+            // Cross-checked with the observer: an early report is EXC-2's.
+            crate::world::note_completion_report::<H>(
+                crate::harness::CompletionRef::Communication(completion),
+            );
+            violation!(
+                "{}: this member's counts are all zero, yet it reported complete {:?} after \
              submitting, before the late member had joined; every member must still take part",
-            what(),
-            slack::SETTLE
-        )
+                what(),
+                slack::SETTLE
+            )
+        }
         .into()),
         Err(error) => Err(violation!(
             "{}: this member's counts are all zero, and it failed before the late member had \

@@ -5,15 +5,16 @@
 //! live native work behind (SUB-4).
 
 use std::borrow::Borrow;
+use std::time::{Duration, Instant};
 
 use eredu_runtime::backend::{CommunicationBackend, SubmissionBackend};
 
 use super::exact::same_bits;
-use super::{must_complete, needs, settle};
+use super::{must_complete, needs, settle, Blocker};
 use crate::case::{Body, Row};
-use crate::check::{ensure, eventually, slack, Check, Finding};
+use crate::check::{ensure, eventually, setup, slack, Check, Finding};
 use crate::harness::{Backend, Executor, Harness, Ledger, OwnedExecutor, Probe, Tensor};
-use crate::matrix::{wait_within, Handle, Subject};
+use crate::matrix::{Handle, Subject};
 use crate::world::RankCtx;
 
 pub(crate) fn rows<H: Harness>() -> Vec<Row<H>> {
@@ -21,7 +22,7 @@ pub(crate) fn rows<H: Harness>() -> Vec<Row<H>> {
         Row {
             id: "SUB-1",
             applies: |s| s == Subject::ForkExecutors,
-            requires: needs::HOLD,
+            requires: needs::NOTHING,
             timing: true,
             body: Body::Direct {
                 ranks: 1,
@@ -41,7 +42,7 @@ pub(crate) fn rows<H: Harness>() -> Vec<Row<H>> {
         Row {
             id: "SUB-3",
             applies: |s| s == Subject::OrderAfter,
-            requires: needs::HOLD,
+            requires: needs::NOTHING,
             timing: true,
             body: Body::Direct {
                 ranks: 1,
@@ -122,24 +123,125 @@ fn still_pending<H: Harness>(completion: &Handle<H>) -> Result<bool, String> {
     completion.is_complete().map(|complete| !complete)
 }
 
-/// Control (SUB-1, SUB-3): the `held` work must be pending under its hold,
-/// or the `unchecked` property cannot be checked (a harness problem); an
-/// error from `is_complete` is a violation of `api`.
-fn held_work_is_pending<H: Harness>(
+/// Whether the harness's hold keeps blockers busy (else lazy work does; see
+/// [`Blocker`]).
+fn held<H: Harness>(ctx: &RankCtx<'_, H>) -> bool {
+    ctx.harness().instruments().hold
+}
+
+/// How a [`Blocker`] keeps its lane busy, for messages.
+fn busy_how<H: Harness>(ctx: &RankCtx<'_, H>) -> &'static str {
+    if held(ctx) {
+        "held by the hold instrument"
+    } else {
+        "busy evaluating lazy work known to be still running"
+    }
+}
+
+/// Control (SUB-1, SUB-3): the work that keeps a lane busy must be pending
+/// (under the hold, after a settle), or the `unchecked` property cannot be
+/// checked: the attempt is inconclusive (the hold did not hold, lazy work was
+/// not pending, or `is_complete` answered early: EXC-2's business). An error
+/// from `is_complete` is a violation of `api`.
+fn blocked_work_is_pending<H: Harness>(
+    ctx: &RankCtx<'_, H>,
     work: &Handle<H>,
     api: &str,
-    held: &str,
+    what: &str,
     unchecked: &str,
 ) -> Check {
+    if held(ctx) {
+        settle();
+    }
     match still_pending(work) {
         Ok(true) => Ok(()),
-        Ok(false) => Err(Finding::Harness(format!(
-            "{held} reported complete while held (the hold instrument did not hold it, or \
+        Ok(false) if held(ctx) => Err(setup(format!(
+            "{what} reported complete while held (the hold instrument did not hold it, or \
              is_complete answered early, see EXC-2): {unchecked} cannot be checked"
         ))),
-        Err(error) => Err(Finding::Violation(format!(
-            "{api}: is_complete on {held} failed: {error}"
+        Ok(false) => Err(setup(format!(
+            "{what} reported complete at once, while its lazy work was known to be still running \
+             (is_complete answered early? see EXC-2): {unchecked} cannot be checked"
         ))),
+        Err(error) => Err(Finding::Violation(format!(
+            "{api}: is_complete on {what} failed: {error}"
+        ))),
+    }
+}
+
+/// Work submitted on a free lane while another lane is blocked.
+struct Racer<H: Harness> {
+    /// Which lane, for messages.
+    lane: String,
+    completion: Handle<H>,
+    submitted: Instant,
+}
+
+/// What polling work on free lanes against a blocked lane showed.
+enum Race {
+    /// Every racer was seen complete while the blocked lane was surely busy.
+    Completed,
+    /// A racer was still pending `elapsed` after its submission, the
+    /// blocked lane surely busy all that while.
+    Stuck { lane: String, elapsed: Duration },
+    /// A racer's `is_complete` reported an error.
+    Failed { lane: String, error: String },
+    /// The blocked lane may have become free (its lazy work finished) before
+    /// every racer was seen complete: nothing was learnt.
+    NotBusy,
+}
+
+/// Polls `racers` until each has been seen complete while `blocker` was
+/// surely busy (every observation is confirmed by a `surely_busy` after it),
+/// or one stays pending `limit` after its submission while it is.
+fn race<H: Harness>(blocker: &Blocker<H>, racers: &[Racer<H>], limit: Duration) -> Race {
+    let mut done = vec![false; racers.len()];
+    loop {
+        let mut seen = Vec::new();
+        let mut stuck = None;
+        for (slot, racer) in racers.iter().enumerate().filter(|(slot, _)| !done[*slot]) {
+            match racer.completion.is_complete() {
+                Ok(true) => seen.push(slot),
+                Ok(false) => {
+                    let elapsed = racer.submitted.elapsed();
+                    if elapsed >= limit && stuck.is_none() {
+                        stuck = Some((racer.lane.clone(), elapsed));
+                    }
+                }
+                Err(error) => {
+                    return Race::Failed {
+                        lane: racer.lane.clone(),
+                        error,
+                    }
+                }
+            }
+        }
+        // Every observation above is conclusive only if the lane was busy
+        // when it was made, which this (later) check confirms.
+        if !blocker.surely_busy() {
+            return Race::NotBusy;
+        }
+        for slot in seen {
+            done[slot] = true;
+        }
+        if let Some((lane, elapsed)) = stuck {
+            return Race::Stuck { lane, elapsed };
+        }
+        if done.iter().all(|done| *done) {
+            return Race::Completed;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// How long work on a free lane may stay pending while another lane is
+/// blocked: under the hold, as long as released work may take; against lazy
+/// work (busy for a known while only), a prompt bound.
+fn free_lane_limit<H: Harness>(ctx: &RankCtx<'_, H>) -> Duration {
+    if held(ctx) {
+        slack::RELEASE
+    } else {
+        slack::PROMPT
     }
 }
 
@@ -238,15 +340,19 @@ fn build_values<H: Harness>(
 // ---------------------------------------------------------------------------
 // SUB-1
 
+/// Lazy work that blocks a lane in SUB-1 is scaled so that its known busy
+/// while comfortably exceeds [`free_lane_limit`].
+const SUB_1_FACTOR: usize = 2;
+
 /// SUB-1: `fork_executors(e, n)` returns exactly `n` executors, and they are
-/// independent lanes: while one of them is held (with work queued on it),
-/// work submitted on each of the others completes.
+/// independent lanes: while one of them is kept busy (held, or evaluating
+/// lazy work), work submitted on each of the others completes.
 fn forked_lanes_are_independent<H: Harness>(ctx: &RankCtx<'_, H>) -> Check {
     // Independence first: it is the behaviour under test, and checking it on
     // the first lanes forked keeps its verdict free of earlier forks' drops.
     let lanes = forked_exactly(ctx, 3)?;
-    for held in 0..lanes.len() {
-        others_run_while_one_is_held(ctx, &lanes, held)?;
+    for blocked in 0..lanes.len() {
+        others_run_while_one_is_blocked(ctx, &lanes, blocked)?;
     }
     drop(lanes);
     for count in [0, 1] {
@@ -270,39 +376,71 @@ fn forked_exactly<H: Harness>(
     Ok(lanes)
 }
 
-/// Holds lane `held` with work queued on it; every other lane completes work.
-fn others_run_while_one_is_held<H: Harness>(
+/// Keeps lane `blocked` busy with work queued on it; work on every other
+/// lane completes while it is surely busy.
+fn others_run_while_one_is_blocked<H: Harness>(
     ctx: &RankCtx<'_, H>,
     lanes: &[OwnedExecutor<H>],
-    held: usize,
+    blocked: usize,
 ) -> Check {
     let input = ctx.tensor(&LHS, &SHAPE)?;
-    let hold = ctx.hold(lane::<H>(&lanes[held]))?;
-    let blocked = submit_values::<H>(
-        lane::<H>(&lanes[held]),
-        &[&input],
-        "work on the held lane",
-        "SUB-1",
+    let blocker = Blocker::block(ctx, lane::<H>(&lanes[blocked]), SUB_1_FACTOR)?;
+    blocked_work_is_pending(
+        ctx,
+        &blocker.completion,
+        "fork_executors",
+        &format!("the work keeping forked lane {blocked} busy"),
+        "lane independence",
     )?;
-    settle();
-    let held_work = format!("work on held forked lane {held}");
-    held_work_is_pending(&blocked, "fork_executors", &held_work, "lane independence")?;
-    for (index, other) in lanes.iter().enumerate().filter(|(index, _)| *index != held) {
-        let work = submit_values::<H>(lane::<H>(other), &[&input], "work on a free lane", "SUB-1")?;
-        must_complete(&work, || {
-            format!(
-                "fork_executors: work on forked lane {index} did not complete while forked lane \
-                 {held} was held, so the lanes are not independent"
-            )
-        })?;
+    let mut racers = Vec::new();
+    for (index, other) in lanes.iter().enumerate().filter(|(i, _)| *i != blocked) {
+        blocker.confirm(&format!("work was submitted on forked lane {index}"))?;
+        let submitted = Instant::now();
+        let completion =
+            submit_values::<H>(lane::<H>(other), &[&input], "work on a free lane", "SUB-1")?;
+        racers.push(Racer {
+            lane: format!("forked lane {index}"),
+            completion,
+            submitted,
+        });
     }
-    hold.release();
-    must_complete(&blocked, || {
-        format!(
-            "fork_executors: work on forked lane {held} did not complete after its hold was \
-             released"
-        )
-    })
+    let how = busy_how(ctx);
+    match race(&blocker, &racers, free_lane_limit(ctx)) {
+        Race::Completed => {}
+        Race::Stuck { lane, elapsed } => {
+            return Err(Finding::Violation(format!(
+                "fork_executors: work on {lane} was still pending {elapsed:?} after its submission \
+                 while forked lane {blocked} was {how} (expected it to complete meanwhile), so the \
+                 lanes are not independent"
+            )))
+        }
+        Race::Failed { lane, error } => {
+            return Err(Finding::Violation(format!(
+                "fork_executors: work on {lane} failed while forked lane {blocked} was {how}: \
+                 {error}"
+            )))
+        }
+        Race::NotBusy => {
+            return Err(setup(format!(
+            "the lazy work keeping forked lane {blocked} busy may have finished before the work \
+                 on the other forked lanes was seen complete"
+        )))
+        }
+    }
+    blocker
+        .release_and_finish(|| {
+            format!("the work keeping forked lane {blocked} busy did not complete once released")
+        })
+        .map_err(as_setup)
+}
+
+/// A violation found in kit setup work (a blocker), which is not the
+/// invariant's business: inconclusive.
+fn as_setup(finding: Finding) -> Finding {
+    match finding {
+        Finding::Violation(message) => setup(message),
+        other => other,
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -374,15 +512,28 @@ fn value_left_out_stays_correct<H: Harness>(ctx: &RankCtx<'_, H>, value: &Built<
 // ---------------------------------------------------------------------------
 // SUB-3
 
+/// Lazy work that blocks lane `a` in SUB-3 is scaled so that its known busy
+/// while covers the control, `order_after`, and [`CONSUMER_WATCH`].
+const SUB_3_FACTOR: usize = 2;
+
+/// How long the ordered consumer is watched while lane `a` is busy with lazy
+/// work (under the hold, [`slack::SETTLE`] as before).
+const CONSUMER_WATCH: Duration = Duration::from_millis(120);
+
 /// SUB-3: after `order_after(producer, b)`, work submitted on lane `b` waits
-/// for the producer (held on lane `a`), completes after its release, and
-/// sees the producer's results.
+/// for the producer (queued on lane `a` behind work that keeps `a` busy:
+/// held, or lazy), completes after it, and sees the producer's results.
 fn order_after_orders_the_consumer<H: Harness>(ctx: &RankCtx<'_, H>) -> Check {
-    let lanes = fork(ctx, 2, "SUB-3")?;
+    let lanes = Backend::<H>::fork_executors(ctx.executor(), 2).map_err(|error| {
+        setup(format!(
+            "SUB-3 needs two forked lanes, but fork_executors(executor, 2) failed: {error} \
+             (see SUB-1)"
+        ))
+    })?;
     let (a, b) = match lanes.as_slice() {
         [a, b] => (lane::<H>(a), lane::<H>(b)),
         _ => {
-            return Err(Finding::NotSupported(format!(
+            return Err(setup(format!(
                 "SUB-3 needs two forked lanes; fork_executors(executor, 2) returned {} (see SUB-1)",
                 lanes.len()
             )))
@@ -390,35 +541,55 @@ fn order_after_orders_the_consumer<H: Harness>(ctx: &RankCtx<'_, H>) -> Check {
     };
     let base = ctx.tensor(&LHS, &SHAPE)?;
     let (produced, produced_values) = derived(ctx, &base, &LHS, 2.0)?;
-    let hold = ctx.hold(a)?;
-    let producer = submit_values::<H>(a, &[&produced], "the producer", "SUB-3")?;
-    lanes_are_independent(ctx, b)?;
-    held_work_is_pending(&producer, "order_after", "the held producer", "ordering")?;
+    let blocker = Blocker::block(ctx, a, SUB_3_FACTOR)?;
+    let producer = Backend::<H>::submit(a, [&produced])
+        .map(Handle::Plain)
+        .map_err(|error| setup(format!("submit of the producer on lane a failed: {error}")))?;
+    lanes_are_independent(ctx, b, &blocker)?;
+    blocked_work_is_pending(
+        ctx,
+        &producer,
+        "order_after",
+        "the producer queued on busy lane a",
+        "ordering",
+    )?;
     let Handle::Plain(producer_completion) = &producer else {
         return Err(Finding::Harness(
             "a plain submission gave a communication completion".into(),
         ));
     };
     Backend::<H>::order_after(producer_completion, b).map_err(|error| {
-        Finding::Violation(format!("order_after(producer, lane b) failed: {error}"))
+        Finding::Violation(format!(
+            "order_after(producer, lane b) failed while the producer was pending: {error}"
+        ))
     })?;
     let (consumed, consumed_values) = derived(ctx, &produced, &produced_values, 1.5)?;
-    let consumer = submit_values::<H>(b, &[&consumed], "the consumer", "SUB-3")?;
-    settle();
-    consumer_waits(&consumer)?;
-    hold.release();
+    let consumer = Backend::<H>::submit(b, [&consumed])
+        .map(Handle::Plain)
+        .map_err(|error| {
+            Finding::Violation(format!(
+                "order_after: submit of the consumer on lane b after order_after(producer, b) \
+                 failed: {error}"
+            ))
+        })?;
+    consumer_waits(ctx, &blocker, &producer, &consumer)?;
+    blocker
+        .release_and_finish(|| "the work keeping lane a busy did not complete once released".into())
+        .map_err(as_setup)?;
     must_complete(&producer, || {
-        "order_after: the producer did not complete after release".into()
+        "order_after: the producer did not complete after lane a was released".into()
     })?;
     must_complete(&consumer, || {
         "order_after: the consumer did not complete after its producer did".into()
     })?;
+    // The producer's own value is `submit`'s business (SUB-2): a precondition.
     expect_values(
         ctx,
         &produced,
         &produced_values,
         "order_after: the producer's value",
-    )?;
+    )
+    .map_err(as_setup)?;
     expect_values(
         ctx,
         &consumed,
@@ -442,31 +613,90 @@ fn derived<H: Harness>(
     }
 }
 
-/// Control for SUB-3: lane `b` runs work while lane `a` is held, so a
-/// pending consumer can only be waiting because of `order_after`.
-fn lanes_are_independent<H: Harness>(ctx: &RankCtx<'_, H>, b: &Executor<H>) -> Check {
+/// Control for SUB-3: lane `b` completes work while lane `a` is surely busy,
+/// so a pending consumer can only be waiting because of `order_after`.
+/// Otherwise the ordering cannot be checked (setup; see SUB-1).
+fn lanes_are_independent<H: Harness>(
+    ctx: &RankCtx<'_, H>,
+    b: &Executor<H>,
+    blocker: &Blocker<H>,
+) -> Check {
     let input = ctx.tensor(&RHS, &SHAPE)?;
-    let control = submit_values::<H>(b, &[&input], "control work", "SUB-3")?;
-    wait_within(&control, slack::RELEASE).map_err(|error| {
-        Finding::NotSupported(format!(
-            "SUB-3 needs independent lanes, but work on the second forked lane did not complete \
-             while the first was held (see SUB-1): {error}"
-        ))
-    })
+    blocker.confirm("control work was submitted on lane b")?;
+    let submitted = Instant::now();
+    let completion = Backend::<H>::submit(b, [&input])
+        .map(Handle::Plain)
+        .map_err(|error| setup(format!("submit of control work on lane b failed: {error}")))?;
+    let racer = Racer {
+        lane: "lane b".into(),
+        completion,
+        submitted,
+    };
+    let how = busy_how(ctx);
+    match race(blocker, std::slice::from_ref(&racer), free_lane_limit(ctx)) {
+        Race::Completed => Ok(()),
+        Race::Stuck { lane, elapsed } => Err(setup(format!(
+            "SUB-3 needs independent lanes, but control work on {lane} was still pending \
+             {elapsed:?} after its submission while lane a was {how} (see SUB-1)"
+        ))),
+        Race::Failed { lane, error } => Err(setup(format!(
+            "control work on {lane} failed while lane a was {how}: {error}"
+        ))),
+        Race::NotBusy => Err(setup(
+            "the lazy work keeping lane a busy may have finished before control work on lane b \
+             was seen complete",
+        )),
+    }
 }
 
-/// The consumer stays pending while its producer is held.
-fn consumer_waits<H: Harness>(consumer: &Handle<H>) -> Check {
-    match still_pending(consumer) {
-        Ok(true) => Ok(()),
-        Ok(false) => Err(Finding::Violation(format!(
-            "order_after: work submitted on lane b after order_after(producer, b) completed while the \
-             producer on lane a was still held (checked after {:?})",
-            slack::SETTLE
-        ))),
-        Err(error) => Err(Finding::Violation(format!(
-            "order_after: the ordered consumer failed while its producer was held: {error}"
-        ))),
+/// The consumer stays pending while its producer is: watched for a while
+/// (the verdict confirmed by lane `a` being surely busy after each look).
+/// Completing while the producer still reports pending, lane `a` surely busy,
+/// is a violation.
+fn consumer_waits<H: Harness>(
+    ctx: &RankCtx<'_, H>,
+    blocker: &Blocker<H>,
+    producer: &Handle<H>,
+    consumer: &Handle<H>,
+) -> Check {
+    let watch = if held(ctx) {
+        slack::SETTLE
+    } else {
+        CONSUMER_WATCH
+    };
+    let how = busy_how(ctx);
+    let started = Instant::now();
+    loop {
+        match still_pending(consumer) {
+            Ok(true) if started.elapsed() >= watch => {
+                return blocker.confirm("the ordered consumer was last seen pending");
+            }
+            Ok(true) => std::thread::sleep(Duration::from_millis(1)),
+            Ok(false) => {
+                let elapsed = started.elapsed();
+                let producer_pending = still_pending(producer);
+                return if matches!(producer_pending, Ok(true)) && blocker.surely_busy() {
+                    Err(Finding::Violation(format!(
+                        "order_after: work submitted on lane b after order_after(producer, b) \
+                         completed (seen {elapsed:?} after its submission) while the producer, \
+                         queued on lane a ({how}), still reported pending; expected the consumer \
+                         to wait for the producer"
+                    )))
+                } else {
+                    Err(setup(format!(
+                        "the ordered consumer completed, but its producer may have completed first \
+                         (producer's is_complete: {producer_pending:?}; lane a surely busy: {})",
+                        blocker.surely_busy()
+                    )))
+                };
+            }
+            Err(error) => {
+                return Err(Finding::Violation(format!(
+                    "order_after: the ordered consumer failed while its producer was pending \
+                     (lane a {how}): {error}"
+                )))
+            }
+        }
     }
 }
 
