@@ -748,8 +748,15 @@ where
     Backend<H>: FailureAgreementBackend,
 {
     operation_driver(Operation::AgreeSuccess, |ctx, executor, _| {
-        let submission = Backend::<H>::agree_success(true, ctx.group(), executor)
-            .map_err(|e| failed(ctx, Operation::AgreeSuccess, e))?;
+        // agree_success must not block on its peers (AGR-2): a late peer
+        // would otherwise wait for this rank until the case watchdog.
+        let submission = guarded(
+            "agree_success() while a peer had not submitted",
+            "AGR-2",
+            slack::BLOCKED,
+            || Backend::<H>::agree_success(true, ctx.group(), executor),
+        )
+        .map_err(|e| failed(ctx, Operation::AgreeSuccess, e))?;
         let output = submission.output;
         let verify: Verify<H> = Box::new(move |ctx: &RankCtx<'_, H>| {
             let wrong = match Backend::<H>::resolve_failure_agreement(output) {
