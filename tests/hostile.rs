@@ -34,6 +34,9 @@ enum Mode {
     RankPanics,
     /// The harness declares every instrument, but its probe answers nothing.
     ProbeDeclaredButAbsent,
+    /// No instruments, and every matrix product fails (square tensors come
+    /// out one column wider), so no lazy work can keep local work pending.
+    LazyWorkFails,
 }
 
 impl Mode {
@@ -48,6 +51,7 @@ impl Mode {
             Self::WorldPanics,
             Self::RankPanics,
             Self::ProbeDeclaredButAbsent,
+            Self::LazyWorkFails,
         ]
         .into_iter()
         .find(|mode| format!("{mode:?}") == name)
@@ -103,7 +107,11 @@ impl Harness for Hostile {
     }
 
     fn instruments(&self) -> Instruments {
-        Instruments::ALL
+        if self.mode == Mode::LazyWorkFails {
+            Instruments::NONE
+        } else {
+            Instruments::ALL
+        }
     }
 
     fn world(&self, ranks: usize) -> Result<CpuWorld, HarnessError> {
@@ -161,6 +169,11 @@ impl Harness for Hostile {
             }
             Mode::Aborts => std::process::abort(),
             Mode::TensorFails => Err(HarnessError("out of tensor memory".into())),
+            Mode::LazyWorkFails if shape.len() == 2 => {
+                let wider = [shape[0], shape[1] + 1];
+                let values = vec![0.0; wider[0] * wider[1]];
+                self.inner.tensor(&rank.inner, &values, &wider)
+            }
             _ => self.inner.tensor(&rank.inner, values, shape),
         }
     }
@@ -271,6 +284,37 @@ fn harness_panic_is_a_crash(mode: Mode, method: &str) -> Result<(), Failed> {
     Ok(())
 }
 
+/// Lazy work that cannot be built (every product fails) makes the cases that
+/// need pending local work `not-supported` with the error, quickly, never a
+/// hang or a failure.
+fn failing_lazy_work_is_not_supported() -> Result<(), Failed> {
+    let started = Instant::now();
+    let cases = ["EXC-1::local_dependencies", "EXC-2::submit"];
+    let results = run_cases(Hostile::new(Mode::LazyWorkFails), |c| {
+        cases.contains(&c.name().as_str())
+    });
+    for case in &results.cases {
+        let message = case.message.clone().unwrap_or_default();
+        if case.verdict != Verdict::NotSupported || !message.contains("matmul") {
+            return Err(format!(
+                "{}: expected not-supported naming the failing matmul, got {} {message:?}",
+                case.name, case.verdict
+            )
+            .into());
+        }
+    }
+    let calibration = results.calibration.ok_or("no calibration recorded")?;
+    if calibration.unavailable.is_none() {
+        return Err(format!("calibration should say why it failed: {calibration:?}").into());
+    }
+    println!(
+        "failing lazy work: {:?} in {:?}",
+        calibration.unavailable,
+        started.elapsed()
+    );
+    Ok(())
+}
+
 /// An abort kills an in-process run, so it is shown under process isolation:
 /// this binary re-runs itself as a hostile suite with `COMMCHECK_ISOLATION=process`.
 fn abort_is_contained() -> Result<(), Failed> {
@@ -344,6 +388,10 @@ fn main() {
         Trial::test("harness_whose_rank_panics_is_a_crash", || {
             harness_panic_is_a_crash(Mode::RankPanics, "Harness::rank")
         }),
+        Trial::test(
+            "lazy_work_that_fails_is_not_supported",
+            failing_lazy_work_is_not_supported,
+        ),
         Trial::test(
             "harness_that_declares_an_absent_instrument_fails_clearly",
             || {
