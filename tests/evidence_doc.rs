@@ -69,7 +69,7 @@ fn subjects(group: &[Subject]) -> String {
     let mut parts = local;
     if operations.len() == Operation::ALL.len() {
         parts.push("all operations".into());
-    } else if operations.len() >= Operation::ALL.len() / 2 + 1 {
+    } else if operations.len() > Operation::ALL.len() / 2 {
         let but: Vec<String> = Operation::ALL
             .iter()
             .filter(|op| !operations.contains(op))

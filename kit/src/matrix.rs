@@ -197,13 +197,17 @@ pub(crate) struct Submitted<H: Harness> {
     pub(crate) verify: Option<Verify<H>>,
     /// For lazy work: until when it is certainly pending, and how long it may
     /// take to complete.
-    pub(crate) lazy: Option<(Instant, Duration)>,
+    pub(crate) lazy: Option<LazyWindow>,
     /// The harness's observer on the work, when it has one: it tells whether
     /// the work the kit keeps pending really is (a backend may complete an
     /// operation before its late peer joined, which is that operation's own
     /// violation, not one of the check that relied on it).
     pub(crate) watch: Option<crate::harness::Observer>,
 }
+
+/// Lazy work's known while: until when it is certainly pending, and about
+/// how long it takes.
+pub(crate) type LazyWindow = (Instant, Duration);
 
 /// Makes one standard submission on the calling rank, on the given executor.
 pub(crate) type Submit<H> =
@@ -518,7 +522,7 @@ fn attribute_value<H: Harness>(ctx: &RankCtx<'_, H>, operation: Operation, messa
 fn local_input<H: Harness>(
     ctx: &RankCtx<'_, H>,
     load: Load,
-) -> Result<(crate::harness::Tensor<H>, Option<(Instant, Duration)>), Finding> {
+) -> Result<(crate::harness::Tensor<H>, Option<LazyWindow>), Finding> {
     match load {
         Load::Light => Ok((ctx.tensor(&values(ctx.rank(), 4), &[4])?, None)),
         Load::Heavy => {

@@ -236,7 +236,11 @@ pub(crate) fn execute<H: Harness>(harness: &Arc<H>, case: &Case<H>, base: u64) -
     // reporting Ok(true) for live work (EXC-2), another invariant's failure
     // in the same case rests on a false report.
     if let Some(early) = run.journal.early_completion() {
-        if tried.verdict.is_failure() && case.invariant.id != "EXC-2" {
+        // Cases about what is_complete() reports keep their own verdict: a
+        // success reported for live work is EXC-2's early completion, or, after
+        // an error, EXC-6's (and P2P-2's) lost stickiness.
+        let about_reports = ["EXC-2", "EXC-6", "P2P-2"].contains(&case.invariant.id);
+        if tried.verdict.is_failure() && !about_reports {
             run.journal_attribute("EXC-2", &early);
             tried.message = Some(format!(
                 "{}: inconclusive, {} not checked: {early} (EXC-2), so this case's finding cannot be trusted: {}",

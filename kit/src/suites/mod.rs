@@ -112,7 +112,7 @@ pub(crate) struct Blocker<H: Harness> {
     pub(crate) completion: Handle<H>,
     hold: Option<HoldGuard>,
     /// Lazy work: until when it is certainly busy, and how long it takes.
-    lazy: Option<(Instant, Duration)>,
+    lazy: Option<crate::matrix::LazyWindow>,
 }
 
 impl<H: Harness> Blocker<H> {
