@@ -71,8 +71,9 @@ impl<H: Harness> Case<H> {
         self.script.as_ref().err().map(String::as_str)
     }
 
-    /// What the verdict rests on: `instrumented` when the case needs an
-    /// instrument of the harness, `black-box` otherwise.
+    /// What the verdict rests on at least: `instrumented` when the case needs
+    /// an instrument of the harness, `black-box` otherwise. (A result is
+    /// `instrumented` also when the case used an optional instrument.)
     pub fn evidence(&self) -> Evidence {
         self.evidence
     }
