@@ -132,6 +132,11 @@ const OVERLAPS: &[(Defect, &str, &str)] = &[
         "CAN-5",
         "CAN-5: when NativeCancel returns, \"all may be freed at once\" (the kit reads it as: teardown has released them); a backend that never releases them breaks it",
     ),
+    (
+        Defect::EarlyCompletion,
+        "P2P-2",
+        "P2P-2: a mismatching header \"never yields success\": a completion that reports success before the receive ran yields success for it",
+    ),
 ];
 
 /// Watchdog for mutant runs: some defects make work hang on purpose, and a

@@ -41,7 +41,7 @@ use std::time::{Duration, Instant};
 use eredu_core::{BoundedCompletionOutcome, BoundedCompletionWait, CompletionCancellationMode};
 use eredu_runtime::backend::{CommunicationBackend, SubmissionBackend};
 
-use super::{bounded, needs, settle, supported, take_probes};
+use super::{bounded, needs, settle, supported, take_probes, Parts};
 use crate::case::{Body, Row};
 use crate::check::{ensure, eventually, slack, Check, Finding};
 use crate::harness::{
@@ -149,26 +149,15 @@ fn policy(
 /// a part with nothing to check) makes the case not-supported once every
 /// other part passed.
 fn each_mode<H: Harness>(mut part: impl FnMut(CompletionCancellationMode) -> Check) -> Check {
-    let mut unchecked = Vec::new();
+    let mut parts = Parts::default();
     for mode in MODES {
-        if !supported::<H>(mode) {
-            unchecked.push(format!("supports_cancellation({mode:?}) is false"));
-            continue;
-        }
-        match part(mode) {
-            Ok(()) => {}
-            Err(Finding::NotSupported(reason)) => unchecked.push(reason),
-            Err(finding) => return Err(finding),
+        if supported::<H>(mode) {
+            parts.run(part(mode))?;
+        } else {
+            parts.skip(format!("supports_cancellation({mode:?}) is false"));
         }
     }
-    if unchecked.is_empty() {
-        Ok(())
-    } else {
-        Err(Finding::NotSupported(format!(
-            "part not checked: {}",
-            unchecked.join("; ")
-        )))
-    }
+    parts.end()
 }
 
 /// Runs `part` for one mode, not-supported when the backend does not support it.

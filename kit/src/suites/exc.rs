@@ -19,7 +19,7 @@ use eredu_runtime::backend::{CommunicationBackend, SubmissionBackend};
 
 use super::{
     any_completion, complete, fork_one_lane, needs, poll, settle, supported, take_completion,
-    take_probes, verify_outputs, Blocker, Polled,
+    take_probes, verify_outputs, Blocker, Parts, Polled,
 };
 use crate::case::{Body, Row};
 use crate::check::{ensure, eventually, slack, Check, Finding};
@@ -688,27 +688,11 @@ fn releasable_is_prompt_conservative_and_inert<H: Harness>(
     ctx: &RankCtx<'_, H>,
     driver: Driver<H>,
 ) -> Check {
-    let mut unchecked = Vec::new();
-    let parts: [&dyn Fn() -> Check; 3] = [
-        &|| releasable_is_false_while_pending(ctx, driver),
-        &|| releasable_is_false_after_an_error_while_live(ctx, driver),
-        &|| releasable_is_false_after_a_deadline(ctx, driver),
-    ];
-    for part in parts {
-        match part() {
-            Ok(()) => {}
-            Err(Finding::NotSupported(reason)) => unchecked.push(reason),
-            Err(finding) => return Err(finding),
-        }
-    }
-    if unchecked.is_empty() {
-        Ok(())
-    } else {
-        Err(Finding::NotSupported(format!(
-            "part not checked: {}",
-            unchecked.join("; ")
-        )))
-    }
+    let mut parts = Parts::default();
+    parts.run(releasable_is_false_while_pending(ctx, driver))?;
+    parts.run(releasable_is_false_after_an_error_while_live(ctx, driver))?;
+    parts.run(releasable_is_false_after_a_deadline(ctx, driver))?;
+    parts.end()
 }
 
 /// EXC-8 on healthy work: false while pending, prompt throughout, and (plain

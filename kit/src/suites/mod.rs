@@ -311,6 +311,43 @@ pub(crate) fn poll<H: Harness>(completion: &Handle<H>, limit: Duration) -> Polle
     }
 }
 
+/// The parts of a check, run in turn. A violation (or any finding but
+/// not-supported) ends the check at once; a part that could not run is
+/// remembered, and makes the whole check not-supported once every other part
+/// passed: never a pass for something unchecked.
+#[derive(Default)]
+pub(crate) struct Parts(Vec<String>);
+
+impl Parts {
+    /// Records a part's outcome; `Err` for anything but a pass or not-supported.
+    pub(crate) fn run(&mut self, part: Check) -> Check {
+        match part {
+            Err(Finding::NotSupported(reason)) => {
+                self.0.push(reason);
+                Ok(())
+            }
+            other => other,
+        }
+    }
+
+    /// Records a part that could not run.
+    pub(crate) fn skip(&mut self, reason: String) {
+        self.0.push(reason);
+    }
+
+    /// The check's outcome once every part ran.
+    pub(crate) fn end(self) -> Check {
+        if self.0.is_empty() {
+            Ok(())
+        } else {
+            Err(Finding::NotSupported(format!(
+                "part not checked: {}",
+                self.0.join("; ")
+            )))
+        }
+    }
+}
+
 /// Every violation a script recorded while it went on (so no peer was left
 /// waiting), joined; none is a pass.
 pub(crate) fn violations(found: Vec<String>) -> Check {
