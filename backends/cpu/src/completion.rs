@@ -290,6 +290,16 @@ fn resources_releasable(core: &Core, device: &CpuDevice, drains: bool) -> bool {
         return false;
     }
     if drains && device.has(Defect::ReleasableRunsDestructors) {
+        // Terminal work's values are kept as its release runs, just after the
+        // phase changed: wait (briefly) for that, so this call surely runs
+        // their destructors.
+        if core
+            .try_observe()
+            .is_some_and(|seen| seen.phase.is_terminal())
+        {
+            let deadline = Instant::now().checked_add(Duration::from_millis(100));
+            core.wait_for(deadline, |seen| seen.released);
+        }
         device.drain_kept();
     }
     match core.try_observe() {
