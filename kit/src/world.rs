@@ -258,6 +258,19 @@ impl<'w, H: Harness> RankCtx<'w, H> {
         guard(&self.journal.notes).push(note.into());
     }
 
+    /// How many violations of other invariants were recorded so far.
+    pub(crate) fn attributed_count(&self) -> usize {
+        guard(&self.journal.attributed).len()
+    }
+
+    /// The violations of other invariants recorded after the first `from`.
+    pub(crate) fn attributed_since(&self, from: usize) -> Vec<Attributed> {
+        guard(&self.journal.attributed)
+            .get(from..)
+            .unwrap_or_default()
+            .to_vec()
+    }
+
     /// Records a violation of `invariant`, another invariant than the case's
     /// own, seen while checking it. It goes to the result file, never to the
     /// case's verdict.

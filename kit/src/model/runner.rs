@@ -614,13 +614,27 @@ impl<'c, 'w, H: Harness> Runner<'c, 'w, H> {
         };
         self.model.subs[index].outputs_held = false;
         let subject = self.model.subs[index].subject;
+        let seen_before = self.ctx.attributed_count();
         verify(self.ctx).map_err(|finding| {
             from_finding(
                 finding,
                 value_id(subject),
                 &format!("{} after completion", self.describe(index)),
             )
-        })
+        })?;
+        // A wrong value is recorded against its value invariant: in a
+        // sequence, that is the divergence.
+        match self.ctx.attributed_since(seen_before).into_iter().next() {
+            Some(wrong) => Err(breach(
+                value_id(subject),
+                format!(
+                    "{} after completion: {}",
+                    self.describe(index),
+                    wrong.message
+                ),
+            )),
+            None => Ok(()),
+        }
     }
 
     /// `Op::IsComplete`.
