@@ -216,6 +216,28 @@ fn ended_early(via: PendingVia) -> &'static str {
 
 /// The inconclusive finding for an outcome that tells nothing because the
 /// work may have ended on its own before `call` returned.
+/// Why a disposition check has nothing to check when `call` did not return
+/// `DeadlineExceeded { cancellation: mode }`: the work finished first
+/// (inconclusive), or the backend answered otherwise (CAN-3 and CAN-4 judge
+/// that; here it is not-supported).
+fn nothing_to_dispose<H: Harness>(
+    driver: Driver<H>,
+    mode: CompletionCancellationMode,
+    call: &str,
+    waited: &Waited,
+    what: &str,
+) -> Finding {
+    if !waited.pending {
+        return finished_early(driver.subject, driver.pending, call, &waited.outcome);
+    }
+    Finding::NotSupported(format!(
+        "{}: {call} yielded {}, not DeadlineExceeded {{ cancellation: {mode:?} }}: no {what} to check (see CAN-3, \
+         CAN-4)",
+        driver.subject,
+        describe(&waited.outcome)
+    ))
+}
+
 fn finished_early(subject: Subject, via: PendingVia, call: &str, outcome: &Outcome) -> Finding {
     crate::check::setup(format!(
         "{subject}: {call} yielded {}, but {} before the call returned",
@@ -1025,19 +1047,13 @@ fn native_cancel_finishes_teardown<H: Harness>(ctx: &RankCtx<'_, H>, driver: Dri
         );
         if !exceeded(&waited.outcome, NativeCancel) {
             round.dispose(NativeCancel, &mut kept)?;
-            if !waited.pending {
-                return Err(finished_early(
-                    driver.subject,
-                    driver.pending,
-                    &call,
-                    &waited.outcome,
-                ));
-            }
-            return Err(Finding::NotSupported(format!(
-                "{}: {call} yielded {}, not DeadlineExceeded {{ cancellation: NativeCancel }}: no teardown to check (see CAN-3, CAN-4)",
-                driver.subject,
-                describe(&waited.outcome)
-            )));
+            return Err(nothing_to_dispose(
+                driver,
+                NativeCancel,
+                &call,
+                &waited,
+                "teardown",
+            ));
         }
         let after = format!(
             "wait_bounded({:?}, NativeCancel) -> DeadlineExceeded",
@@ -1063,19 +1079,13 @@ fn quarantine_retains_until_completion<H: Harness>(
                 "wait_bounded({:?}, QuarantineUntilComplete) on pending work",
                 slack::DEADLINE
             );
-            if !waited.pending {
-                return Err(finished_early(
-                    driver.subject,
-                    driver.pending,
-                    &call,
-                    &waited.outcome,
-                ));
-            }
-            return Err(Finding::NotSupported(format!(
-                "{}: {call} yielded {}, not DeadlineExceeded {{ cancellation: QuarantineUntilComplete }}: no quarantine to check (see CAN-3, CAN-4)",
-                driver.subject,
-                describe(&waited.outcome)
-            )));
+            return Err(nothing_to_dispose(
+                driver,
+                Quarantine,
+                &call,
+                &waited,
+                "quarantine",
+            ));
         }
         let after = "DeadlineExceeded{QuarantineUntilComplete} returned";
         retained(
