@@ -491,6 +491,7 @@ fn everything_is_released_after_completion<H: Harness>(
     )
     .map_err(|e| Finding::Harness(e.to_string()))?;
     let outcome = completion.wait_bounded(policy);
+    let watch = pending.submitted.watch.take();
     pending.release();
     drop(pending);
     match outcome {
@@ -505,6 +506,17 @@ fn everything_is_released_after_completion<H: Harness>(
             )))
         }
         None => return Ok(()),
+    }
+    // Healthy work that failed once released (no fault was injected) says
+    // nothing about RET-7: some other obligation broke first.
+    if let Some(observer) = &watch {
+        eventually(slack::RELEASE, || observer.state().is_terminal());
+        if observer.state() == crate::harness::WorkState::Failed {
+            return Err(crate::check::setup(format!(
+                "{}: the quarantined healthy work failed once released, so its release cannot be checked",
+                driver.subject
+            )));
+        }
     }
     released(ctx, &probes, driver.subject, "quarantine release")
 }
