@@ -5,19 +5,63 @@ use commcheck::{
     Claims, CompletionRef, Harness, HarnessError, HoldGuard, Identity, Instruments, Ledger,
     Observer, Operation, Probe, WireRecord, WorkState, WorldSizes,
 };
+use commcheck::processes::{Listener, Processes};
 use commcheck_cpu::{
     CompletionObserver, CpuBackend, CpuCompletion, CpuDevice, CpuExecutor, CpuGroup, CpuRoute,
-    CpuTensor, Defect, Phase,
+    CpuTensor, Defect, Fabric, Phase,
 };
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use eredu_runtime::CommunicationRouteId;
 
 /// Connects [`CpuBackend`] to the kit, optionally with one planted [`Defect`].
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct CpuHarness {
     defect: Option<Defect>,
     claimed: &'static [Operation],
     instruments: Instruments,
     sizes: WorldSizes,
+    processes: Option<Arc<CpuProcesses>>,
+}
+
+/// The CPU backend's transport between the processes of a launch, shared
+/// by every [`CpuHarness`] of the process (see [`CpuHarness::across`]).
+#[derive(Debug)]
+pub struct CpuProcesses {
+    fabric: Arc<Fabric>,
+    /// Worlds of each size built so far: the next world's number. Every
+    /// process builds the same worlds in the same order (the kit runs the
+    /// same cases everywhere), so the numbers agree.
+    worlds: Mutex<HashMap<usize, u64>>,
+}
+
+impl CpuProcesses {
+    /// Connects the CPU backend's transport between the launch's processes
+    /// (every process calls this at the same point: the addresses are
+    /// exchanged through `processes`).
+    pub fn connect(processes: &Processes) -> Result<Arc<Self>, HarnessError> {
+        let listener = Listener::bind().map_err(HarnessError::new)?;
+        let addresses = processes
+            .all_gather(listener.address().as_bytes())
+            .map_err(HarnessError::new)?
+            .into_iter()
+            .map(|address| String::from_utf8_lossy(&address).into_owned())
+            .collect::<Vec<_>>();
+        let fabric =
+            Fabric::connect(listener, processes.rank(), &addresses).map_err(HarnessError::new)?;
+        Ok(Arc::new(Self {
+            fabric,
+            worlds: Mutex::new(HashMap::new()),
+        }))
+    }
+
+    /// The number of the next world of `ranks` ranks.
+    fn next_world(&self, ranks: usize) -> u64 {
+        let mut worlds = self.worlds.lock().unwrap_or_else(|p| p.into_inner());
+        let count = worlds.entry(ranks).or_insert(0);
+        *count += 1;
+        ((ranks as u64) << 40) | *count
+    }
 }
 
 impl Default for CpuHarness {
@@ -34,6 +78,18 @@ impl CpuHarness {
             claimed: &Operation::ALL,
             instruments: Instruments::ALL,
             sizes: WorldSizes::Any,
+            processes: None,
+        }
+    }
+
+    /// The backend with one rank per process: worlds of two or more ranks
+    /// span the launch's processes (`mpirun -n N`; see
+    /// [`commcheck::processes`]), through the backend's own transport. A
+    /// world of one rank stays in its process.
+    pub fn across(self, processes: &Arc<CpuProcesses>) -> Self {
+        Self {
+            processes: Some(Arc::clone(processes)),
+            ..self
         }
     }
 
@@ -67,10 +123,15 @@ impl CpuHarness {
         Self { sizes, ..self }
     }
 
-    fn device(&self) -> CpuDevice {
-        match self.defect {
-            Some(defect) => CpuDevice::with_defect(defect),
-            None => CpuDevice::new(),
+    fn device(&self, ranks: usize) -> CpuDevice {
+        match (&self.processes, self.defect) {
+            (Some(processes), defect) if ranks > 1 => CpuDevice::spanning(
+                Arc::clone(&processes.fabric),
+                processes.next_world(ranks),
+                defect,
+            ),
+            (_, Some(defect)) => CpuDevice::with_defect(defect),
+            (_, None) => CpuDevice::new(),
         }
     }
 }
@@ -113,9 +174,17 @@ impl Harness for CpuHarness {
         Identity {
             name: "commcheck-cpu".into(),
             version: env!("CARGO_PKG_VERSION").into(),
-            device: match self.defect {
-                Some(defect) => format!("host CPU, threads as ranks, defect {defect}"),
-                None => "host CPU, threads as ranks".into(),
+            device: match (&self.processes, self.defect) {
+                (None, Some(defect)) => format!("host CPU, threads as ranks, defect {defect}"),
+                (None, None) => "host CPU, threads as ranks".into(),
+                (Some(p), Some(defect)) => format!(
+                    "host CPU, one rank per process ({} processes), defect {defect}",
+                    p.fabric.size()
+                ),
+                (Some(p), None) => format!(
+                    "host CPU, one rank per process ({} processes)",
+                    p.fabric.size()
+                ),
             },
         }
     }
@@ -151,7 +220,7 @@ impl Harness for CpuHarness {
             )));
         }
         Ok(CpuWorld {
-            device: self.device(),
+            device: self.device(ranks),
             size: ranks,
         })
     }

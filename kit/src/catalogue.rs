@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use crate::case::{Body, Case};
-use crate::harness::{Harness, Instruments};
+use crate::harness::{Harness, Instruments, WorldSizes};
 use crate::matrix::{self, Subject};
 use crate::operation::Operation;
 use crate::runner::results::Evidence;
@@ -27,9 +27,23 @@ fn subjects() -> Vec<Subject> {
 /// rows whose subject is unclaimed or whose instruments are missing become
 /// `not-supported` cases.
 pub fn catalogue<H: Harness>(harness: &H) -> Vec<Case<H>> {
+    catalogue_within(harness, None)
+}
+
+/// [`catalogue`] for a run whose ranks are the `processes` processes of a
+/// launch, when given: worlds larger than the launch are not built.
+pub(crate) fn catalogue_within<H: Harness>(harness: &H, processes: Option<usize>) -> Vec<Case<H>> {
     let claims = harness.claims();
     let instruments = harness.instruments();
-    let sizes = harness.world_sizes();
+    let sizes = match (harness.world_sizes(), processes) {
+        (sizes, None) => sizes,
+        (WorldSizes::Any, Some(n)) => WorldSizes::UpTo(n),
+        (WorldSizes::UpTo(m), Some(n)) => WorldSizes::UpTo(m.min(n)),
+    };
+    let built_where = match processes {
+        None => "in one process".to_owned(),
+        Some(n) => format!("across the launcher's {n} process(es)"),
+    };
     let local = matrix::local_pending(instruments);
     let mut drivers = vec![
         matrix::local_dependencies_driver::<H>(local),
@@ -92,7 +106,7 @@ pub fn catalogue<H: Harness>(harness: &H) -> Vec<Case<H>> {
                     missing.join(", ")
                 )),
                 Ok(_) if built.is_empty() => Err(format!(
-                    "needs a world of {} rank(s); the harness builds {sizes} in one process",
+                    "needs a world of {} rank(s); the harness builds {sizes} {built_where}",
                     worlds
                         .iter()
                         .map(usize::to_string)

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 /// Why a rank's script did not pass.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Finding {
     /// The backend broke the invariant under test.
     Violation(String),

@@ -130,6 +130,7 @@ pub mod harness;
 pub mod lazy;
 mod matrix;
 pub mod model;
+pub mod processes;
 mod operation;
 pub mod runner;
 pub mod spec;

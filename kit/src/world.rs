@@ -14,11 +14,17 @@ use crate::harness::{
 };
 use crate::runner::results::Attributed;
 
-/// Host-side signals shared by the rank threads of one world.
+/// Where a world's signals also go: the other processes of a world whose
+/// ranks are processes (see [`crate::processes`]).
+pub(crate) type Relay = Box<dyn Fn(&str) + Send + Sync>;
+
+/// Host-side signals shared by the rank threads of one world (and, through
+/// the relay, by its other processes).
 #[derive(Default)]
 pub(crate) struct Signals {
     raised: Mutex<HashSet<String>>,
     changed: Condvar,
+    relay: Option<Relay>,
 }
 
 fn guard<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -29,7 +35,24 @@ fn guard<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Signals {
+    /// Signals that are also sent through `relay`.
+    pub(crate) fn relayed(relay: Relay) -> Self {
+        Self {
+            relay: Some(relay),
+            ..Self::default()
+        }
+    }
+
+    /// Raises `name` here and on every process the relay reaches.
     fn raise(&self, name: &str) {
+        self.deliver(name);
+        if let Some(relay) = &self.relay {
+            relay(name);
+        }
+    }
+
+    /// Raises `name` here only (a signal another process raised).
+    pub(crate) fn deliver(&self, name: &str) {
         guard(&self.raised).insert(name.to_owned());
         self.changed.notify_all();
     }
@@ -121,6 +144,37 @@ impl Journal {
         self.instrumented.load(std::sync::atomic::Ordering::SeqCst)
     }
 
+    /// How many notes and attributed violations were recorded so far.
+    pub(crate) fn marks(&self) -> (usize, usize) {
+        (guard(&self.notes).len(), guard(&self.attributed).len())
+    }
+
+    /// What was recorded after `marks`, for the other processes of a world.
+    pub(crate) fn since(&self, (notes, attributed): (usize, usize)) -> JournalPart {
+        JournalPart {
+            notes: guard(&self.notes).get(notes..).unwrap_or_default().to_vec(),
+            attributed: guard(&self.attributed)
+                .get(attributed..)
+                .unwrap_or_default()
+                .to_vec(),
+            instrumented: self.instrumented(),
+            early: self.early_completion(),
+        }
+    }
+
+    /// Adds what another process of the world recorded.
+    pub(crate) fn merge(&self, part: JournalPart) {
+        guard(&self.notes).extend(part.notes);
+        guard(&self.attributed).extend(part.attributed);
+        if part.instrumented {
+            self.instrumented
+                .store(true, std::sync::atomic::Ordering::SeqCst);
+        }
+        if let Some(early) = part.early {
+            guard(&self.early).get_or_insert(early);
+        }
+    }
+
     /// Everything recorded so far (notes without duplicates).
     pub(crate) fn take(&self) -> (Vec<String>, Vec<Attributed>) {
         let mut notes = std::mem::take(&mut *guard(&self.notes));
@@ -129,6 +183,15 @@ impl Journal {
         attributed.dedup();
         (notes, attributed)
     }
+}
+
+/// What one process of a world recorded in a world run (see [`Journal::since`]).
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
+pub(crate) struct JournalPart {
+    notes: Vec<String>,
+    attributed: Vec<Attributed>,
+    instrumented: bool,
+    early: Option<String>,
 }
 
 /// A call into the backend that the kit expects to return at once, as the
@@ -436,7 +499,8 @@ impl<'w, H: Harness> RankCtx<'w, H> {
 pub(crate) enum WorldEnd {
     /// Every rank returned; findings in rank order.
     Finished(Vec<Check>),
-    /// A rank panicked.
+    /// A rank panicked, or its process died; `message` says which
+    /// (`panicked: ...`).
     Crashed { rank: usize, message: String },
     /// Not every rank returned in time.
     TimedOut { ranks: Vec<usize> },
@@ -444,8 +508,8 @@ pub(crate) enum WorldEnd {
     /// [`guarded`]).
     Blocked {
         rank: usize,
-        what: &'static str,
-        invariant: &'static str,
+        what: String,
+        invariant: String,
         limit: Duration,
     },
 }
@@ -466,31 +530,64 @@ pub(crate) fn run_world<H: Harness>(
     script: Script<H>,
     run: &Run,
 ) -> WorldEnd {
+    let world = Ranks {
+        size: ranks,
+        local: 0..ranks,
+        signals: Arc::new(Signals::default()),
+    };
+    run_ranks(harness, &world, seed, limit, script, run, &|| None)
+}
+
+/// The ranks of a world that this process runs, and the world's signals.
+pub(crate) struct Ranks {
+    /// Ranks in the whole world.
+    pub(crate) size: usize,
+    /// The ranks run here (all of them, or one per process).
+    pub(crate) local: std::ops::Range<usize>,
+    /// The world's signals.
+    pub(crate) signals: Arc<Signals>,
+}
+
+/// Builds the world, runs `script` on every local rank's thread, and
+/// supervises them: `Finished` holds the local ranks' checks in rank order.
+/// `interrupt` is asked every [`WATCH_PERIOD`] whether the world already
+/// ended elsewhere (another process's rank crashed), and its answer ends
+/// the wait.
+pub(crate) fn run_ranks<H: Harness>(
+    harness: Arc<H>,
+    world: &Ranks,
+    seed: u64,
+    limit: Duration,
+    script: Script<H>,
+    run: &Run,
+    interrupt: &dyn Fn() -> Option<WorldEnd>,
+) -> WorldEnd {
+    let (ranks, first, local) = (world.size, world.local.start, world.local.len());
     let (report, reports) = mpsc::channel::<(usize, std::thread::Result<Check>)>();
-    let watches: Vec<Arc<CallWatch>> = (0..ranks).map(|_| Arc::default()).collect();
+    let watches: Vec<Arc<CallWatch>> = (0..local).map(|_| Arc::default()).collect();
     let supervisor = {
         let report = report.clone();
         let watches = watches.clone();
         let journal = Arc::clone(&run.journal);
         let attempt = run.attempt;
+        let signals = Arc::clone(&world.signals);
         move || {
             let built = catch_unwind(AssertUnwindSafe(|| harness.world(ranks)));
             let world = match built {
                 Ok(Ok(world)) => Arc::new(world),
                 Ok(Err(error)) => {
-                    for rank in 0..ranks {
-                        let _ = report.send((rank, Ok(Err(Finding::Harness(error.0.clone())))));
+                    for index in first..first + local {
+                        let _ = report.send((index, Ok(Err(Finding::Harness(error.0.clone())))));
                     }
                     return;
                 }
                 Err(payload) => {
                     let message = format!("in Harness::world: {}", panic_message(payload.as_ref()));
-                    let _ = report.send((0, Err(Box::new(message))));
+                    let _ = report.send((first, Err(Box::new(message))));
                     return;
                 }
             };
-            let signals = Arc::new(Signals::default());
-            for (index, watch) in watches.into_iter().enumerate() {
+            for (index, watch) in (first..).zip(watches) {
                 let (harness, world, signals, script, report, journal) = (
                     Arc::clone(&harness),
                     Arc::clone(&world),
@@ -566,29 +663,40 @@ pub(crate) fn run_world<H: Harness>(
         .name("commcheck-world".into())
         .spawn(supervisor)
     {
-        return WorldEnd::Finished(vec![Err(Finding::Harness(format!(
-            "could not start the world thread: {error}"
-        )))]);
+        return WorldEnd::Finished(
+            (0..local)
+                .map(|_| {
+                    Err(Finding::Harness(format!(
+                        "could not start the world thread: {error}"
+                    )))
+                })
+                .collect(),
+        );
     }
     drop(report);
     let deadline = Instant::now() + limit;
-    let mut results: Vec<Option<Check>> = (0..ranks).map(|_| None).collect();
+    let mut results: Vec<Option<Check>> = (0..local).map(|_| None).collect();
     while results.iter().any(Option::is_none) {
-        if let Some(blocked) = blocked(&watches) {
+        if let Some(blocked) = blocked(&watches, first) {
             return blocked;
+        }
+        if let Some(end) = interrupt() {
+            return end;
         }
         let remaining = deadline.saturating_duration_since(Instant::now());
         match reports.recv_timeout(remaining.min(WATCH_PERIOD)) {
-            Ok((rank, Ok(check))) => results[rank] = Some(check),
+            Ok((rank, Ok(check))) => results[rank - first] = Some(check),
             Ok((rank, Err(payload))) => {
                 return WorldEnd::Crashed {
                     rank,
-                    message: panic_message(payload.as_ref()),
+                    message: format!("panicked: {}", panic_message(payload.as_ref())),
                 }
             }
             Err(mpsc::RecvTimeoutError::Timeout) if !remaining.is_zero() => {}
             Err(_) => {
-                let ranks = (0..ranks).filter(|r| results[*r].is_none()).collect();
+                let ranks = (first..first + local)
+                    .filter(|r| results[*r - first].is_none())
+                    .collect();
                 return WorldEnd::TimedOut { ranks };
             }
         }
@@ -597,16 +705,17 @@ pub(crate) fn run_world<H: Harness>(
 }
 
 /// How often the supervisor looks at the ranks' guarded calls.
-const WATCH_PERIOD: Duration = Duration::from_millis(20);
+pub(crate) const WATCH_PERIOD: Duration = Duration::from_millis(20);
 
-/// The first rank whose guarded call has blocked beyond its limit.
-fn blocked(watches: &[Arc<CallWatch>]) -> Option<WorldEnd> {
-    watches.iter().enumerate().find_map(|(rank, watch)| {
+/// The first rank whose guarded call has blocked beyond its limit (the
+/// watches are those of ranks `first..`).
+fn blocked(watches: &[Arc<CallWatch>], first: usize) -> Option<WorldEnd> {
+    watches.iter().enumerate().find_map(|(offset, watch)| {
         let call = guard(&watch.0).clone()?;
-        (call.started.elapsed() >= call.limit).then_some(WorldEnd::Blocked {
-            rank,
-            what: call.what,
-            invariant: call.invariant,
+        (call.started.elapsed() >= call.limit).then(|| WorldEnd::Blocked {
+            rank: first + offset,
+            what: call.what.to_owned(),
+            invariant: call.invariant.to_owned(),
             limit: call.limit,
         })
     })
@@ -677,7 +786,7 @@ pub fn run_script<H: Harness>(
                 Err(problems.join("; "))
             }
         }
-        WorldEnd::Crashed { rank, message } => Err(format!("rank {rank} panicked: {message}")),
+        WorldEnd::Crashed { rank, message } => Err(format!("rank {rank} {message}")),
         WorldEnd::TimedOut { ranks } => Err(format!("rank(s) {ranks:?} timed out after {limit:?}")),
         WorldEnd::Blocked {
             rank,

@@ -105,6 +105,46 @@ pub fn certify<H: Harness>(
     select: impl Fn(&Case<H>) -> bool,
     options: &CertifyOptions,
 ) -> Result<Certification, CertifyError> {
+    certify_by(harness, options, |harness, progress| {
+        Ok(commcheck::run_cases_with(harness, select, progress))
+    })
+}
+
+/// [`certify`] with the ranks of every world in the processes of a launch
+/// (`mpirun -n N commcheck-report certify ...`; see
+/// [`commcheck::processes`]). Rank 0 writes the files and gets
+/// `Some(certification)`; the other ranks write nothing and get `None`.
+/// When a rank's process died, the report is built from the cases that ran
+/// (its level is `none`) and says why in its provenance.
+pub fn certify_across<H: Harness>(
+    processes: &commcheck::processes::Processes,
+    harness: H,
+    select: impl Fn(&Case<H>) -> bool,
+    options: &CertifyOptions,
+) -> Result<Option<Certification>, CertifyError> {
+    let run = |harness, progress: &(dyn Fn(&CaseResult, usize) + Sync)| {
+        commcheck::processes::run_cases_across(processes, harness, &select, progress)
+            .map_err(|error| CertifyError(error.to_string()))
+    };
+    if processes.rank() != 0 {
+        return run(harness, &|_, _| {}).map(|_| None);
+    }
+    certify_by(harness, options, |harness, progress| {
+        run(harness, progress)?.ok_or_else(|| CertifyError("rank 0 got no results".into()))
+    })
+    .map(Some)
+}
+
+/// Writes the certification of the results `run` produces (it calls its
+/// second argument as each case finishes).
+fn certify_by<H: Harness>(
+    harness: H,
+    options: &CertifyOptions,
+    run: impl FnOnce(
+        H,
+        &(dyn Fn(&CaseResult, usize) + Sync),
+    ) -> Result<commcheck::RunResults, CertifyError>,
+) -> Result<Certification, CertifyError> {
     std::fs::create_dir_all(&options.out).map_err(|e| io_error(&options.out, e))?;
     let must_pass = must_pass(&harness);
     let identity = harness.identity();
@@ -116,7 +156,7 @@ pub fn certify<H: Harness>(
         "must_pass": must_pass.len(),
     }));
     let progress = Progress::new(options.progress);
-    let results = commcheck::run_cases_with(harness, select, |result: &CaseResult, total| {
+    let results = run(harness, &|result: &CaseResult, total| {
         let case = ReportCase::from_result(
             result,
             options
@@ -129,7 +169,7 @@ pub fn certify<H: Harness>(
         }
         stream.write(&line);
         progress.update(&case, total);
-    });
+    })?;
     progress.finish();
     let report = Report::build(
         &results,

@@ -63,7 +63,9 @@ pub mod model;
 pub mod provenance;
 pub mod verify;
 
-pub use certify::{certify, write_report, Certification, CertifyError, CertifyOptions};
+pub use certify::{
+    certify, certify_across, write_report, Certification, CertifyError, CertifyOptions,
+};
 pub use diff::{diff, Diff};
 pub use expectations::{Expectation, Expectations, ExpectationsError};
 pub use model::{

@@ -9,6 +9,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use commcheck_report::markdown::SUMMARY_CAP;
+#[cfg(feature = "mpi")]
+use commcheck_report::certify_across;
 use commcheck_report::{
     certify, diff, load_file, markdown, verify_file, CertifyOptions, Expectations, Level, Status,
     BUNDLED_BACKENDS,
@@ -185,6 +187,10 @@ fn run_certify(parsed: &Parsed) -> Result<ExitCode, Usage> {
         progress: std::io::stderr().is_terminal(),
         keep_partial: false,
     };
+    #[cfg(feature = "mpi")]
+    if commcheck::processes::Processes::launched() {
+        return certify_across_processes(backend, &options, required);
+    }
     let certification = match backend {
         "cpu" => certify(
             commcheck_reference::cpu::CpuHarness::new(),
@@ -199,6 +205,44 @@ fn run_certify(parsed: &Parsed) -> Result<ExitCode, Usage> {
         }
     }
     .map_err(|error| Usage(format!("certify: {error}")))?;
+    Ok(conclude(&certification, required))
+}
+
+/// `certify` in every process of `mpirun -n N commcheck-report certify cpu`:
+/// the ranks of every world are the launch's processes; rank 0 writes.
+#[cfg(feature = "mpi")]
+fn certify_across_processes(
+    backend: &str,
+    options: &CertifyOptions,
+    required: Level,
+) -> Result<ExitCode, Usage> {
+    use commcheck::processes::Processes;
+    use commcheck_reference::cpu::{CpuHarness, CpuProcesses};
+    if backend != "cpu" {
+        return Err(Usage(format!(
+            "unknown backend `{backend}`: the bundled backends are {}",
+            BUNDLED_BACKENDS.join(", ")
+        )));
+    }
+    let processes = Processes::from_mpi().map_err(|error| Usage(format!("certify: {error}")))?;
+    let code = match CpuProcesses::connect(&processes)
+        .map_err(|error| commcheck_report::CertifyError(error.0))
+        .and_then(|cpu| {
+            certify_across(&processes, CpuHarness::new().across(&cpu), |_| true, options)
+        }) {
+        Ok(Some(certification)) => conclude(&certification, required),
+        Ok(None) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("commcheck-report (rank {}): certify: {error}", processes.rank());
+            ExitCode::from(2)
+        }
+    };
+    processes.finish();
+    Ok(code)
+}
+
+/// Prints what a certification wrote and found; the exit status for `required`.
+fn conclude(certification: &commcheck_report::Certification, required: Level) -> ExitCode {
     let report = &certification.report;
     for path in &certification.files {
         println!("wrote {}", path.display());
@@ -234,14 +278,17 @@ fn run_certify(parsed: &Parsed) -> Result<ExitCode, Usage> {
             case.name
         );
     }
+    if let Some(why) = &report.provenance.incomplete {
+        eprintln!("commcheck-report: the run is incomplete: {why}");
+    }
     if report.level >= required {
-        Ok(ExitCode::SUCCESS)
+        ExitCode::SUCCESS
     } else {
         eprintln!(
             "commcheck-report: level {} not reached (got {})",
             required, report.level
         );
-        Ok(ExitCode::from(1))
+        ExitCode::from(1)
     }
 }
 

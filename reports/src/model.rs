@@ -321,6 +321,14 @@ pub struct Provenance {
     /// The lazy-work calibration of the run, when a case needed one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub calibration: Option<Calibration>,
+    /// The number of processes whose processes were the ranks (`mpirun -n
+    /// N`); absent for worlds of threads in one process.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub processes: Option<usize>,
+    /// Why the run stopped early (a rank's process died or hung); absent
+    /// for a whole run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub incomplete: Option<String>,
     /// When the report was written, in seconds since the Unix epoch.
     pub generated_unix: u64,
 }

@@ -77,6 +77,8 @@ impl Environment {
             claims: results.claims.clone(),
             seed: results.seed,
             calibration: results.calibration.clone(),
+            processes: results.processes,
+            incomplete: results.incomplete.clone(),
             generated_unix: self.generated_unix,
         }
     }

@@ -11,6 +11,7 @@ use crate::core::{Core, Retained};
 use crate::defect::Defect;
 use crate::error::CpuError;
 use crate::executor::CpuExecutor;
+use crate::fabric::{Fabric, Span};
 use crate::group::{CpuGroup, GroupShared};
 use crate::ledger::{Kind, Ledger, LedgerSnapshot, StorageId};
 use crate::route::{CpuRoute, RouteShared};
@@ -26,6 +27,9 @@ struct DeviceShared {
     /// Routes stay registered for the device's lifetime, so a message sent
     /// before the receiver opened its endpoint is still delivered.
     routes: Mutex<HashMap<u64, Arc<RouteShared>>>,
+    /// For a device of one process of a world of processes: the fabric and
+    /// the world's number (every process numbers its worlds alike).
+    span: Option<(Arc<Fabric>, u64)>,
 }
 
 /// One simulated device: every rank of an in-process world shares it.
@@ -77,7 +81,19 @@ impl CpuDevice {
         Self::build(Some(defect))
     }
 
+    /// The device of this process in world `world` of a world of
+    /// processes: its groups and routes reach the other processes through
+    /// `fabric`. Every process must number the world alike. Member `m` of a
+    /// group (and rank `m` of a route) is the process of rank `m`.
+    pub fn spanning(fabric: Arc<Fabric>, world: u64, defect: Option<Defect>) -> Self {
+        Self::build_with(defect, Some((fabric, world)))
+    }
+
     fn build(defect: Option<Defect>) -> Self {
+        Self::build_with(defect, None)
+    }
+
+    fn build_with(defect: Option<Defect>, span: Option<(Arc<Fabric>, u64)>) -> Self {
         Self {
             shared: Arc::new(DeviceShared {
                 ledger: Arc::new(Ledger::default()),
@@ -87,6 +103,7 @@ impl CpuDevice {
                 leaked: Mutex::new(Vec::new()),
                 groups: Mutex::new(HashMap::new()),
                 routes: Mutex::new(HashMap::new()),
+                span,
             }),
         }
     }
@@ -119,11 +136,32 @@ impl CpuDevice {
     /// Ranks that build their groups independently meet here. The first joiner
     /// fixes the size; a rank that disagrees gets an error, never a hang.
     pub fn join_group(&self, key: &str, size: usize, member: usize) -> Result<CpuGroup, CpuError> {
+        if let Some((fabric, _)) = &self.shared.span {
+            if member != fabric.rank() || size > fabric.size() {
+                return Err(CpuError::invalid(
+                    "join_group",
+                    format!(
+                        "member {} (this process's rank) of at most {} members",
+                        fabric.rank(),
+                        fabric.size()
+                    ),
+                    format!("member {member} of {size}"),
+                ));
+            }
+        }
         let mut groups = guard(&self.shared.groups);
         let shared = match groups.get(key).and_then(Weak::upgrade) {
             Some(existing) => existing,
             None => {
-                let created = GroupShared::new(self, size)?;
+                let span = self.shared.span.as_ref().map(|(fabric, world)| Span {
+                    fabric: Arc::clone(fabric),
+                    world: *world,
+                    key: key.to_owned(),
+                });
+                let created = GroupShared::with_span(self, size, span.clone())?;
+                if let Some(span) = span {
+                    span.fabric.open_group(span.world, key, &created);
+                }
                 groups.insert(key.to_owned(), Arc::downgrade(&created));
                 created
             }
@@ -169,11 +207,13 @@ impl CpuDevice {
             ));
         }
         let mut routes = guard(&self.shared.routes);
-        let shared = Arc::clone(
-            routes
-                .entry(id.value())
-                .or_insert_with(|| RouteShared::new(id, source, destination)),
-        );
+        let shared = Arc::clone(routes.entry(id.value()).or_insert_with(|| {
+            let created = RouteShared::new(id, source, destination, self.shared.span.clone());
+            if let Some((fabric, world)) = &self.shared.span {
+                fabric.open_route(*world, id.value(), &created);
+            }
+            created
+        }));
         drop(routes);
         if shared.endpoints() != (source, destination) {
             let (s, d) = shared.endpoints();

@@ -6,6 +6,9 @@
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum CpuError {
+    /// The transport between processes could not be built.
+    #[error("transport between processes: {0}")]
+    Transport(String),
     /// An argument was rejected before any work was submitted.
     #[error("{operation}: invalid argument: expected {expected}, got {got}")]
     InvalidArgument {

@@ -12,11 +12,12 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use crate::device::CpuDevice;
 use crate::error::CpuError;
 use crate::executor::{WorkCtx, CANCEL_POLL};
+use crate::fabric::{Frame, Span};
 use crate::ledger::{Kind, Ledger};
 use crate::tensor::Values;
 
 /// What one member brings to a collective.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct Contribution {
     /// The operation the member submitted; members of one collective must agree.
     pub(crate) operation: &'static str,
@@ -59,6 +60,11 @@ struct GroupState {
     slots: HashMap<u64, Slot>,
     fenced: Option<String>,
     joined: Vec<bool>,
+    /// A member whose process died (groups spanning processes), and why.
+    lost: Option<(usize, String)>,
+    /// Collectives every local member left (groups spanning processes: a
+    /// remote member's late frame for one of them is dropped).
+    closed: std::collections::HashSet<u64>,
 }
 
 pub(crate) struct GroupShared {
@@ -71,6 +77,8 @@ pub(crate) struct GroupShared {
     recycled: Mutex<Option<Values>>,
     state: Mutex<GroupState>,
     changed: Condvar,
+    /// The other members' processes, for a group spanning processes.
+    span: Option<Span>,
 }
 
 fn guard<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -82,6 +90,16 @@ fn guard<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl GroupShared {
     pub(crate) fn new(device: &CpuDevice, size: usize) -> Result<Arc<Self>, CpuError> {
+        Self::with_span(device, size, None)
+    }
+
+    /// A group of `size` members, one per process, of which this process
+    /// holds one; `span` reaches the others.
+    pub(crate) fn with_span(
+        device: &CpuDevice,
+        size: usize,
+        span: Option<Span>,
+    ) -> Result<Arc<Self>, CpuError> {
         if size == 0 {
             return Err(CpuError::invalid(
                 "group",
@@ -98,8 +116,11 @@ impl GroupShared {
                 slots: HashMap::new(),
                 fenced: None,
                 joined: vec![false; size],
+                lost: None,
+                closed: Default::default(),
             }),
             changed: Condvar::new(),
+            span,
         }))
     }
 
@@ -129,6 +150,13 @@ impl GroupShared {
         operation: &'static str,
         wait: bool,
     ) -> Result<Arc<Gathered>, CpuError> {
+        // A group spanning processes sends the contribution to the others,
+        // outside the lock (a send may wait for a peer's reader).
+        let outgoing = self.span.as_ref().map(|_| Frame::Deposit {
+            seq,
+            member,
+            contribution: contribution.clone(),
+        });
         let mut state = guard(&self.state);
         if let Some(reason) = &state.fenced {
             return Err(CpuError::PeerFailed {
@@ -138,15 +166,22 @@ impl GroupShared {
             });
         }
         let size = self.size;
+        let local = self.local_members();
         let slot = Slot::of(&mut state, seq, size);
         if let Some(fault) = ctx.fault() {
             slot.aborted.get_or_insert((member, fault.to_string()));
-            Self::depart(&mut state, seq, size);
+            Self::depart(&mut state, seq, local);
+            drop(state);
             self.changed.notify_all();
+            self.tell(&Frame::Abort {
+                seq,
+                member,
+                reason: fault.to_string(),
+            });
             return Err(fault.clone());
         }
         if let Some((failed, reason)) = slot.aborted.clone() {
-            Self::depart(&mut state, seq, size);
+            Self::depart(&mut state, seq, local);
             return Err(CpuError::PeerFailed {
                 operation,
                 member: failed,
@@ -166,11 +201,17 @@ impl GroupShared {
             }));
         }
         self.changed.notify_all();
+        if let Some(frame) = outgoing {
+            drop(state);
+            self.tell(&frame);
+            state = guard(&self.state);
+        }
         if !wait {
-            Self::depart(&mut state, seq, size);
+            Self::depart(&mut state, seq, local);
             return Ok(Arc::new(Gathered::default()));
         }
         loop {
+            let lost = state.lost.clone();
             let Some(slot) = state.slots.get_mut(&seq) else {
                 return Err(CpuError::PeerFailed {
                     operation,
@@ -179,11 +220,11 @@ impl GroupShared {
                 });
             };
             if let Some(all) = slot.all.clone() {
-                Self::depart(&mut state, seq, size);
+                Self::depart(&mut state, seq, local);
                 return Ok(all);
             }
-            if let Some((failed, reason)) = slot.aborted.clone() {
-                Self::depart(&mut state, seq, size);
+            if let Some((failed, reason)) = slot.aborted.clone().or(lost) {
+                Self::depart(&mut state, seq, local);
                 return Err(CpuError::PeerFailed {
                     operation,
                     member: failed,
@@ -191,9 +232,16 @@ impl GroupShared {
                 });
             }
             if ctx.cancelled() {
-                slot.aborted = Some((member, "cancelled by a NativeCancel deadline".into()));
-                Self::depart(&mut state, seq, size);
+                let reason = "cancelled by a NativeCancel deadline";
+                slot.aborted = Some((member, reason.into()));
+                Self::depart(&mut state, seq, local);
+                drop(state);
                 self.changed.notify_all();
+                self.tell(&Frame::Abort {
+                    seq,
+                    member,
+                    reason: reason.into(),
+                });
                 return Err(CpuError::Cancelled { operation });
             }
             state = match self.changed.wait_timeout(state, CANCEL_POLL) {
@@ -207,29 +255,116 @@ impl GroupShared {
     /// running (cancelled before it started, or abandoned): peers fail.
     pub(crate) fn abort(&self, seq: u64, member: usize, reason: &str) {
         let mut state = guard(&self.state);
-        let size = self.size;
+        let (size, local) = (self.size, self.local_members());
         let slot = Slot::of(&mut state, seq, size);
-        if slot.all.is_none() {
-            slot.aborted.get_or_insert_with(|| {
-                (
-                    member,
-                    format!("its work ended before it took part: {reason}"),
-                )
+        let reason = format!("its work ended before it took part: {reason}");
+        let tell = slot.all.is_none();
+        if tell {
+            slot.aborted.get_or_insert_with(|| (member, reason.clone()));
+        }
+        Self::depart(&mut state, seq, local);
+        drop(state);
+        self.changed.notify_all();
+        if tell {
+            self.tell(&Frame::Abort {
+                seq,
+                member,
+                reason,
             });
         }
-        Self::depart(&mut state, seq, size);
+    }
+
+    /// Members whose handles live in this process: all of them, or one for
+    /// a group spanning processes.
+    fn local_members(&self) -> usize {
+        if self.span.is_some() {
+            1
+        } else {
+            self.size
+        }
+    }
+
+    /// Records that one local member left collective `seq`; the last one
+    /// frees the slot.
+    fn depart(state: &mut GroupState, seq: u64, local: usize) {
+        if let Some(slot) = state.slots.get_mut(&seq) {
+            slot.departed += 1;
+            if slot.departed >= local {
+                state.slots.remove(&seq);
+                if local < state.joined.len() {
+                    state.closed.insert(seq);
+                }
+            }
+        }
+    }
+
+    /// Sends `frame` to the other members' processes (groups spanning processes).
+    fn tell(&self, frame: &Frame) {
+        if let Some(span) = &self.span {
+            span.to_group(self.size, frame);
+        }
+    }
+
+    /// Applies a frame another member's process sent.
+    pub(crate) fn receive(&self, frame: Frame) {
+        let mut state = guard(&self.state);
+        match frame {
+            Frame::Deposit {
+                seq,
+                member,
+                contribution,
+            } => {
+                if member >= self.size || state.closed.contains(&seq) {
+                    return;
+                }
+                let slot = Slot::of(&mut state, seq, self.size);
+                if slot.all.is_none() && slot.contributions[member].is_none() {
+                    slot.contributions[member] = Some(contribution);
+                    if slot.contributions.iter().all(Option::is_some) {
+                        let contributions = slot
+                            .contributions
+                            .iter_mut()
+                            .flat_map(Option::take)
+                            .collect();
+                        slot.all = Some(Arc::new(Gathered {
+                            contributions,
+                            shared: OnceLock::new(),
+                        }));
+                    }
+                }
+            }
+            Frame::Abort {
+                seq,
+                member,
+                reason,
+            } => {
+                if state.closed.contains(&seq) {
+                    return;
+                }
+                let slot = Slot::of(&mut state, seq, self.size);
+                if slot.all.is_none() {
+                    slot.aborted.get_or_insert((member, reason));
+                }
+            }
+            Frame::Fence { reason } => {
+                state.fenced.get_or_insert(reason);
+            }
+            Frame::Route(_) => return,
+        }
         drop(state);
         self.changed.notify_all();
     }
 
-    /// Records that one member left collective `seq`; the last one frees the slot.
-    fn depart(state: &mut GroupState, seq: u64, size: usize) {
-        if let Some(slot) = state.slots.get_mut(&seq) {
-            slot.departed += 1;
-            if slot.departed >= size {
-                state.slots.remove(&seq);
-            }
-        }
+    /// The process of member `peer` died: every collective still waiting
+    /// for members fails, naming it.
+    pub(crate) fn peer_lost(&self, peer: usize, reason: &str) {
+        guard(&self.state).lost.get_or_insert_with(|| {
+            (
+                peer,
+                format!("the process of member {peer} was lost: {reason}"),
+            )
+        });
+        self.changed.notify_all();
     }
 }
 
@@ -281,6 +416,9 @@ impl GroupMember {
     pub(crate) fn fence(&self, reason: &str) {
         guard(&self.shared.state).fenced = Some(reason.to_owned());
         self.shared.changed.notify_all();
+        self.shared.tell(&Frame::Fence {
+            reason: reason.to_owned(),
+        });
     }
 }
 

@@ -51,6 +51,9 @@ pub(crate) struct RouteShared {
     mailbox: Mutex<VecDeque<Message>>,
     arrived: Condvar,
     wire: Mutex<Vec<WireMessage>>,
+    /// The fabric and world of a route between processes: the source's
+    /// process sends each message to the destination's.
+    span: Option<(Arc<crate::fabric::Fabric>, u64)>,
 }
 
 fn guard<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -61,7 +64,12 @@ fn guard<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl RouteShared {
-    pub(crate) fn new(id: CommunicationRouteId, source: usize, destination: usize) -> Arc<Self> {
+    pub(crate) fn new(
+        id: CommunicationRouteId,
+        source: usize,
+        destination: usize,
+        span: Option<(Arc<crate::fabric::Fabric>, u64)>,
+    ) -> Arc<Self> {
         Arc::new(Self {
             id,
             source,
@@ -69,11 +77,38 @@ impl RouteShared {
             mailbox: Mutex::new(VecDeque::new()),
             arrived: Condvar::new(),
             wire: Mutex::new(Vec::new()),
+            span,
         })
+    }
+
+    /// A message from the source's process arrived (routes between
+    /// processes): the destination's wire log records it too.
+    pub(crate) fn arrive(&self, message: Message) {
+        guard(&self.wire).push(record(&message));
+        guard(&self.mailbox).push_back(message);
+        self.arrived.notify_all();
     }
 
     pub(crate) fn endpoints(&self) -> (usize, usize) {
         (self.source, self.destination)
+    }
+}
+
+/// What the wire log records of `message`.
+fn record(message: &Message) -> WireMessage {
+    match message {
+        Message::Bundle(values) => WireMessage {
+            headers: values.iter().map(|v| v.header.clone()).collect(),
+            payload_bytes: values.iter().map(|v| v.payload.len() * 4).sum(),
+        },
+        Message::Headers(headers) => WireMessage {
+            headers: headers.clone(),
+            payload_bytes: 0,
+        },
+        Message::Payloads(payloads) => WireMessage {
+            headers: Vec::new(),
+            payload_bytes: payloads.iter().map(|(_, p)| p.len() * 4).sum(),
+        },
     }
 }
 
@@ -97,23 +132,14 @@ impl RouteEnd {
 
     /// Transmits one native message.
     pub(crate) fn transmit(&self, message: Message) {
-        let record = match &message {
-            Message::Bundle(values) => WireMessage {
-                headers: values.iter().map(|v| v.header.clone()).collect(),
-                payload_bytes: values.iter().map(|v| v.payload.len() * 4).sum(),
-            },
-            Message::Headers(headers) => WireMessage {
-                headers: headers.clone(),
-                payload_bytes: 0,
-            },
-            Message::Payloads(payloads) => WireMessage {
-                headers: Vec::new(),
-                payload_bytes: payloads.iter().map(|(_, p)| p.len() * 4).sum(),
-            },
-        };
-        guard(&self.shared.wire).push(record);
-        guard(&self.shared.mailbox).push_back(message);
-        self.shared.arrived.notify_all();
+        let shared = &self.shared;
+        guard(&shared.wire).push(record(&message));
+        if let Some((fabric, world)) = &shared.span {
+            fabric.to_route(*world, shared.id.value(), shared.destination, message);
+            return;
+        }
+        guard(&shared.mailbox).push_back(message);
+        shared.arrived.notify_all();
     }
 
     /// Waits for the next message, observing cancellation.

@@ -229,7 +229,7 @@ pub fn check_sequence_with<H: Harness>(
         },
         WorldEnd::Crashed { rank, message } => Err(world_failure(
             hint,
-            format!("rank {rank} panicked: {message}"),
+            format!("rank {rank} {message}"),
         )),
         WorldEnd::TimedOut { ranks } => Err(world_failure(
             hint,
@@ -246,7 +246,7 @@ pub fn check_sequence_with<H: Harness>(
         } => Err(Divergence {
             step,
             op,
-            id: Some(invariant),
+            id: crate::spec::invariant(&invariant).map(|known| known.id),
             message: format!("{what} on rank {rank} had not returned after {limit:?}"),
         }),
     }

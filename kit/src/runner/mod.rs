@@ -24,7 +24,7 @@ use crate::case::Case;
 use crate::catalogue::catalogue;
 use crate::check::Finding;
 use crate::harness::Harness;
-use crate::world::{run_world, Run, WorldEnd};
+use crate::world::{run_world, Run, Script, WorldEnd};
 use results::{CaseResult, RunResults, Verdict, RESULTS_SCHEMA};
 
 /// Cases [`run_cases`] runs at once (`COMMCHECK_JOBS`, default 2).
@@ -45,7 +45,7 @@ fn case_limit() -> Duration {
         .unwrap_or(Duration::from_secs(20))
 }
 
-fn base_seed() -> u64 {
+pub(crate) fn base_seed() -> u64 {
     std::env::var("COMMCHECK_SEED")
         .ok()
         .and_then(|seed| seed.parse().ok())
@@ -73,9 +73,13 @@ struct Attempt {
     worlds: Vec<usize>,
 }
 
+/// Runs one world of a case: `(ranks, seed, limit, script, run)`, in this
+/// process ([`run_world`]) or across the processes of a launch.
+pub(crate) type Worlds<'a, H> = &'a dyn Fn(usize, u64, Duration, Script<H>, &Run) -> WorldEnd;
+
 /// One attempt at `case`: a fresh world of each of its sizes in turn, until
 /// one does not pass.
-fn attempt<H: Harness>(harness: &Arc<H>, case: &Case<H>, seed: u64, run: &Run) -> Attempt {
+fn attempt<H: Harness>(case: &Case<H>, seed: u64, run: &Run, worlds: Worlds<'_, H>) -> Attempt {
     let script = match &case.script {
         Ok(script) => Arc::clone(script),
         Err(reason) => {
@@ -87,30 +91,23 @@ fn attempt<H: Harness>(harness: &Arc<H>, case: &Case<H>, seed: u64, run: &Run) -
         }
     };
     let limit = case_limit();
-    let mut worlds = Vec::new();
+    let mut ran = Vec::new();
     for &ranks in &case.worlds {
-        worlds.push(ranks);
-        let end = run_world(
-            Arc::clone(harness),
-            ranks,
-            seed,
-            limit,
-            Arc::clone(&script),
-            run,
-        );
+        ran.push(ranks);
+        let end = worlds(ranks, seed, limit, Arc::clone(&script), run);
         let (verdict, message) = classify(case, ranks, end, limit, run);
         if verdict != Verdict::Pass {
             return Attempt {
                 verdict,
                 message,
-                worlds,
+                worlds: ran,
             };
         }
     }
     Attempt {
         verdict: Verdict::Pass,
         message: None,
-        worlds,
+        worlds: ran,
     }
 }
 
@@ -131,7 +128,7 @@ fn classify<H: Harness>(
     match end {
         WorldEnd::Crashed { rank, message } => (
             Verdict::Crash,
-            Some(format!("rank {rank}{world} panicked: {message}")),
+            Some(format!("rank {rank}{world} {message}")),
         ),
         WorldEnd::TimedOut { ranks } => (
             Verdict::Timeout,
@@ -160,7 +157,7 @@ fn classify<H: Harness>(
                     )),
                 )
             } else {
-                run.journal_attribute(invariant, &seen);
+                run.journal_attribute(&invariant, &seen);
                 (
                     Verdict::Inconclusive,
                     Some(format!(
@@ -209,20 +206,31 @@ const INCONCLUSIVE_ATTEMPTS: u32 = 3;
 /// Runs one case in this process: one attempt; a retry for a timing check
 /// that failed; more attempts, each with more lazy work, while inconclusive.
 pub(crate) fn execute<H: Harness>(harness: &Arc<H>, case: &Case<H>, base: u64) -> CaseResult {
+    execute_with(case, base, &|ranks, seed, limit, script, run| {
+        run_world(Arc::clone(harness), ranks, seed, limit, script, run)
+    })
+}
+
+/// [`execute`], each world run by `worlds`.
+pub(crate) fn execute_with<H: Harness>(
+    case: &Case<H>,
+    base: u64,
+    worlds: Worlds<'_, H>,
+) -> CaseResult {
     let started = Instant::now();
     let seed = case_seed(base, &case.name());
     let mut run = Run::default();
-    let mut tried = attempt(harness, case, seed, &run);
+    let mut tried = attempt(case, seed, &run, worlds);
     let mut attempts = 1;
     while tried.verdict == Verdict::Inconclusive && attempts < INCONCLUSIVE_ATTEMPTS {
         run.attempt = attempts;
-        tried = attempt(harness, case, seed, &run);
+        tried = attempt(case, seed, &run, worlds);
         attempts += 1;
     }
     if case.timing && tried.verdict == Verdict::Fail {
         run.attempt = attempts;
         attempts += 1;
-        let second = attempt(harness, case, seed, &run);
+        let second = attempt(case, seed, &run, worlds);
         if second.verdict == Verdict::Pass {
             tried.verdict = Verdict::Flaky;
             tried.message = tried
@@ -350,7 +358,7 @@ pub fn run_cases_with<H: Harness>(
     summary(&*harness, base, cases)
 }
 
-fn summary<H: Harness>(harness: &H, seed: u64, cases: Vec<CaseResult>) -> RunResults {
+pub(crate) fn summary<H: Harness>(harness: &H, seed: u64, cases: Vec<CaseResult>) -> RunResults {
     RunResults {
         schema: RESULTS_SCHEMA,
         kit_version: env!("CARGO_PKG_VERSION").to_owned(),
@@ -360,6 +368,8 @@ fn summary<H: Harness>(harness: &H, seed: u64, cases: Vec<CaseResult>) -> RunRes
         seed,
         cases,
         calibration: crate::lazy::calibration(harness),
+        processes: None,
+        incomplete: None,
     }
 }
 
@@ -386,6 +396,15 @@ fn report(results: &RunResults) {
     for line in results.family_summary() {
         println!("commcheck {line}");
     }
+    match write_results(results) {
+        Ok(path) => println!("commcheck results: {}", path.display()),
+        Err(error) => eprintln!("commcheck: {error}"),
+    }
+}
+
+/// Writes the result file (`COMMCHECK_RESULTS`, default
+/// `target/commcheck/<backend>.json`); its path, or what went wrong.
+pub(crate) fn write_results(results: &RunResults) -> Result<std::path::PathBuf, String> {
     let path = std::env::var_os("COMMCHECK_RESULTS")
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|| {
@@ -402,8 +421,8 @@ fn report(results: &RunResults) {
             std::fs::write(&path, json)
         });
     match written {
-        Ok(()) => println!("commcheck results: {}", path.display()),
-        Err(error) => eprintln!("commcheck: could not write {}: {error}", path.display()),
+        Ok(()) => Ok(path),
+        Err(error) => Err(format!("could not write {}: {error}", path.display())),
     }
 }
 
@@ -414,22 +433,43 @@ pub fn run_with<H: Harness>(
 ) -> (libtest_mimic::Conclusion, Option<RunResults>) {
     let harness = Arc::new(harness);
     let base = base_seed();
+    let isolate = isolation::requested();
     let cases = catalogue(&*harness);
+    let running = Arc::clone(&harness);
+    let exec = move |case: &Case<H>| {
+        if isolate && case.script.is_ok() {
+            isolation::execute_in_child(case, base, case_limit())
+        } else {
+            execute(&running, case, base)
+        }
+    };
+    let (conclusion, cases) = run_trials(cases, base, args, exec, |_| {});
+    (conclusion, cases.map(|cases| summary(&*harness, base, cases)))
+}
+
+/// Runs `cases` as libtest-mimic trials, each by `exec`, calling `done` with
+/// every result as it finishes; returns the conclusion and (unless listing)
+/// the results in catalogue order.
+pub(crate) fn run_trials<H: Harness>(
+    cases: Vec<Case<H>>,
+    base: u64,
+    args: &Arguments,
+    exec: impl Fn(&Case<H>) -> CaseResult + Send + Sync + 'static,
+    done: impl Fn(&CaseResult) + Send + Sync + 'static,
+) -> (libtest_mimic::Conclusion, Option<Vec<CaseResult>>) {
     let names: Vec<String> = cases.iter().map(Case::name).collect();
     let sink: Arc<Mutex<Vec<CaseResult>>> = Arc::new(Mutex::new(Vec::new()));
-    let isolate = isolation::requested();
+    let exec = Arc::new(exec);
+    let done = Arc::new(done);
     let trials = cases
         .into_iter()
         .map(|case| {
             let name = case.name();
-            let harness = Arc::clone(&harness);
+            let (exec, done) = (Arc::clone(&exec), Arc::clone(&done));
             let sink = Arc::clone(&sink);
             Trial::ignorable_test(name, move || {
-                let result = if isolate && case.script.is_ok() {
-                    isolation::execute_in_child(&case, base, case_limit())
-                } else {
-                    execute(&harness, &case, base)
-                };
+                let result = exec(&case);
+                done(&result);
                 let outcome = match result.verdict {
                     Verdict::Pass => Ok(Completion::Completed),
                     Verdict::NotSupported => Ok(Completion::ignored_with(format!(
@@ -458,5 +498,5 @@ pub fn run_with<H: Harness>(
     }
     let mut cases = std::mem::take(&mut *sink.lock().unwrap_or_else(|p| p.into_inner()));
     cases.sort_by_key(|c| names.iter().position(|n| *n == c.name));
-    (conclusion, Some(summary(&*harness, base, cases)))
+    (conclusion, Some(cases))
 }

@@ -171,6 +171,15 @@ pub struct RunResults {
     /// The lazy-work calibration of this run, when a case needed one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub calibration: Option<Calibration>,
+    /// The number of processes of the launch whose processes were the
+    /// ranks (`mpirun -n N`); `None` for worlds of threads in one process.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub processes: Option<usize>,
+    /// Why the run stopped before every selected case ran (a rank's process
+    /// died or hung, or the run is still going); `None` once it finished.
+    /// A file with this set is never a whole run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub incomplete: Option<String>,
 }
 
 impl RunResults {

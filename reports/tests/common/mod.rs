@@ -79,6 +79,8 @@ pub fn results(verdicts: &[(&str, Subject, Verdict)]) -> RunResults {
         seed: 7,
         cases,
         calibration: None,
+        processes: None,
+        incomplete: None,
     }
 }
 

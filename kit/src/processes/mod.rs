@@ -1,0 +1,203 @@
+//! Process-per-rank worlds: the ranks of a world are processes started by a
+//! launcher (`mpirun -n N`), one rank per process, as real communication
+//! backends run.
+//!
+//! Every process runs the same test binary. Rank 0 leads: it picks the cases
+//! (filters, `--list`, `--exact` as usual), tells the others which case runs
+//! next, writes the one result file and prints the verdicts. A world of `k`
+//! ranks runs on processes `0..k`; each calls [`Harness::world`] and then
+//! [`Harness::rank`] once, for its own rank. Host-side signals (a late peer
+//! joins when told to) travel between the processes, every world ends with
+//! an exchange of the processes' outcomes, and every process reaches the same
+//! verdict (so retries stay in step).
+//!
+//! The processes talk over a loopback TCP mesh ([`commcheck_mesh`]); MPI
+//! (the `mpi` feature) gives the rank, the size and the mesh addresses.
+//! A process that dies mid-case is seen at once as a closed connection: the
+//! case is a `crash` naming the dead rank, the run stops, and the result file
+//! says it is incomplete. A process that stops answering is a `timeout`
+//! naming it, after the case watchdog and [`GRACE`].
+//!
+//! A vendor's `harness = false` test file for `mpirun`:
+//!
+//! ```no_run
+//! # #[cfg(feature = "mpi")]
+//! # fn vendor<H: commcheck::Harness>(harness: impl FnOnce(&commcheck::processes::Processes) -> H) {
+//! use commcheck::processes::{main_across, Processes};
+//!
+//! let processes = Processes::from_mpi().unwrap_or_else(|error| {
+//!     eprintln!("{error}");
+//!     std::process::exit(2)
+//! });
+//! let harness = harness(&processes); // e.g. a backend that joins its group from the rank
+//! main_across(processes, harness)
+//! # }
+//! ```
+//!
+//! Run it with `mpirun -n 2 target/debug/deps/<test>-<hash>` (as root, Open
+//! MPI also needs `--allow-run-as-root`; more ranks than cores needs
+//! `--oversubscribe`; `--enable-recovery` keeps the survivors of a dead rank
+//! alive long enough to report it).
+//!
+//! [`Harness::world`]: crate::Harness::world
+//! [`Harness::rank`]: crate::Harness::rank
+
+mod control;
+mod runner;
+mod world;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use commcheck_mesh::Listener;
+pub use runner::{main_across, run_cases_across};
+
+pub(crate) use control::Control;
+
+/// How long past the case watchdog a process may take to report its
+/// outcome before it is declared hung.
+pub const GRACE: Duration = Duration::from_secs(10);
+
+/// A process-world error: what was expected and what happened.
+#[derive(Debug, thiserror::Error)]
+pub enum ProcessError {
+    /// The mesh between the processes could not be built or broke.
+    #[error("commcheck processes: {0}")]
+    Mesh(#[from] commcheck_mesh::MeshError),
+    /// The launcher did not give what the kit needs.
+    #[error("commcheck processes: {0}")]
+    Launcher(String),
+    /// Another process died or stopped answering.
+    #[error("commcheck processes: {0}")]
+    Lost(String),
+}
+
+/// The processes of one launch, seen from one of them: built by
+/// [`Processes::from_mpi`] under `mpirun`, or [`Processes::connect`] from
+/// addresses another launcher exchanged.
+pub struct Processes {
+    control: Arc<Control>,
+    #[cfg(feature = "mpi")]
+    universe: Option<mpi::environment::Universe>,
+}
+
+impl std::fmt::Debug for Processes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Processes")
+            .field("rank", &self.rank())
+            .field("size", &self.size())
+            .finish()
+    }
+}
+
+impl Processes {
+    /// This process's rank (its world rank in every world it takes part in).
+    pub fn rank(&self) -> usize {
+        self.control.rank()
+    }
+
+    /// Number of processes the launcher started.
+    pub fn size(&self) -> usize {
+        self.control.size()
+    }
+
+    /// Every process's `mine`, in rank order. Every process must call it at
+    /// the same point (a harness exchanging its transport's addresses, say).
+    pub fn all_gather(&self, mine: &[u8]) -> Result<Vec<Vec<u8>>, ProcessError> {
+        self.control.all_gather(mine)
+    }
+
+    /// Connects this process, rank `rank`, to the others: `addresses[r]` is
+    /// the address of rank `r`'s `listener` (a launcher other than MPI
+    /// exchanges them; [`Processes::from_mpi`] does it with MPI).
+    pub fn connect(
+        listener: Listener,
+        rank: usize,
+        addresses: &[String],
+    ) -> Result<Self, ProcessError> {
+        Ok(Self {
+            control: Control::connect(listener, rank, addresses)?,
+            #[cfg(feature = "mpi")]
+            universe: None,
+        })
+    }
+
+    /// Whether this process was started by an MPI launcher (`mpirun`):
+    /// Open MPI's, MPICH's or a PMIx launcher's environment is present.
+    pub fn launched() -> bool {
+        ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"]
+            .iter()
+            .any(|name| std::env::var_os(name).is_some())
+    }
+
+    /// Initialises MPI (the `mpi` feature), reads this process's rank and the launch's size, and
+    /// connects the kit's mesh (its addresses are exchanged with an MPI
+    /// all-gather). MPI is used for nothing else until the run ends.
+    #[cfg(feature = "mpi")]
+    pub fn from_mpi() -> Result<Self, ProcessError> {
+        use mpi::traits::{Communicator, CommunicatorCollectives};
+        let universe = mpi::initialize().ok_or_else(|| {
+            ProcessError::Launcher("MPI was already initialised in this process".into())
+        })?;
+        let world = universe.world();
+        let (rank, size) = (world.rank(), world.size());
+        let (rank, size) = match (usize::try_from(rank), usize::try_from(size)) {
+            (Ok(rank), Ok(size)) if rank < size => (rank, size),
+            _ => {
+                return Err(ProcessError::Launcher(format!(
+                    "MPI gave rank {rank} of a world of {size}"
+                )))
+            }
+        };
+        let listener = Listener::bind()?;
+        let mut mine = [0u8; ADDRESS_BYTES];
+        let address = listener.address().as_bytes();
+        if address.len() > ADDRESS_BYTES {
+            return Err(ProcessError::Launcher(format!(
+                "the mesh address {} is longer than {ADDRESS_BYTES} bytes",
+                listener.address()
+            )));
+        }
+        mine[..address.len()].copy_from_slice(address);
+        let mut all = vec![0u8; ADDRESS_BYTES * size];
+        world.all_gather_into(&mine[..], &mut all[..]);
+        let addresses = all
+            .chunks(ADDRESS_BYTES)
+            .map(|chunk| {
+                let end = chunk.iter().position(|b| *b == 0).unwrap_or(chunk.len());
+                String::from_utf8_lossy(&chunk[..end]).into_owned()
+            })
+            .collect::<Vec<_>>();
+        let mut processes = Self::connect(listener, rank, &addresses)?;
+        processes.universe = Some(universe);
+        Ok(processes)
+    }
+
+    /// Ends this process's part in the launch: finalises MPI when every
+    /// process is still there, and leaves it otherwise (finalising with a
+    /// dead peer would hang).
+    pub fn finish(self) {
+        let healthy = self.control.lost().is_none();
+        #[cfg(feature = "mpi")]
+        {
+            let mut this = self;
+            if healthy {
+                drop(this.universe.take());
+            } else {
+                std::mem::forget(this.universe.take());
+            }
+        }
+        #[cfg(not(feature = "mpi"))]
+        drop((self, healthy));
+    }
+
+    /// [`Processes::finish`], then exits with `code`.
+    fn exit(self, code: i32) -> ! {
+        self.finish();
+        std::process::exit(code)
+    }
+}
+
+/// Bytes of one mesh address in the MPI all-gather (`127.0.0.1:port`, padded).
+#[cfg(feature = "mpi")]
+const ADDRESS_BYTES: usize = 64;

@@ -1,0 +1,221 @@
+//! The case loop of a process world: rank 0 leads (it picks the cases and
+//! writes the results), the others follow its lead case by case.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use libtest_mimic::Arguments;
+
+use super::control::{Control, Message, Stop};
+use super::world::run_world_across;
+use super::{ProcessError, Processes};
+use crate::case::Case;
+use crate::catalogue::catalogue_within;
+use crate::harness::Harness;
+use crate::runner::results::{CaseResult, RunResults};
+use crate::runner::{base_seed, execute_with, run_trials, summary, write_results};
+
+/// Runs `case` with every world across the processes.
+fn execute_across<H: Harness>(
+    control: &Arc<Control>,
+    harness: &Arc<H>,
+    case: &Case<H>,
+    base: u64,
+) -> CaseResult {
+    execute_with(case, base, &|ranks, seed, limit, script, run| {
+        run_world_across(control, Arc::clone(harness), ranks, seed, limit, script, run)
+    })
+}
+
+/// The leader's side of one case: tells the followers, then runs it.
+fn lead<H: Harness>(
+    control: &Arc<Control>,
+    harness: &Arc<H>,
+    case: &Case<H>,
+    base: u64,
+) -> CaseResult {
+    control.broadcast(&Message::Case {
+        name: case.name(),
+        base,
+    });
+    execute_across(control, harness, case, base)
+}
+
+/// How long a follower waits for the leader's next message before it looks
+/// again (a lost leader ends the wait at once).
+const FOLLOW_POLL: Duration = Duration::from_secs(3600);
+
+/// A follower's whole run: every case the leader names, until it is done.
+fn follow<H: Harness>(control: &Arc<Control>, harness: &Arc<H>) -> Result<(), ProcessError> {
+    let cases = catalogue_within(&**harness, Some(control.size()));
+    loop {
+        let next = control.wait(0, Instant::now() + FOLLOW_POLL, |message| {
+            matches!(message, Message::Case { .. } | Message::Done)
+        });
+        match next {
+            Ok(Message::Case { name, base }) => {
+                let Some(case) = cases.iter().find(|case| case.name() == name) else {
+                    return Err(ProcessError::Launcher(format!(
+                        "rank {} has no case named {name:?}: every process must run the same \
+                         harness configuration",
+                        control.rank()
+                    )));
+                };
+                execute_across(control, harness, case, base);
+                if let Some(broken) = control.broken() {
+                    return Err(ProcessError::Lost(broken));
+                }
+            }
+            Ok(_) => return Ok(()),
+            Err(Stop::Timeout) => {}
+            Err(Stop::Lost(reason)) => {
+                return Err(ProcessError::Lost(format!(
+                    "the leader (rank 0) was lost: {reason}"
+                )))
+            }
+        }
+    }
+}
+
+/// The results so far, marked incomplete with `why` when given.
+fn results<H: Harness>(
+    harness: &H,
+    processes: usize,
+    base: u64,
+    cases: Vec<CaseResult>,
+    incomplete: Option<String>,
+) -> RunResults {
+    let mut results = summary(harness, base, cases);
+    results.processes = Some(processes);
+    results.incomplete = incomplete;
+    results
+}
+
+/// Runs the cases `select` picks across the processes of the launch, one at
+/// a time, calling `progress(result, total)` on rank 0 as each finishes.
+/// Rank 0 gets `Ok(Some(results))`; the others `Ok(None)` once rank 0 is
+/// done. A lost process ends the run early: rank 0's results then say why in
+/// [`RunResults::incomplete`], the others get the error.
+pub fn run_cases_across<H: Harness>(
+    processes: &Processes,
+    harness: H,
+    select: impl Fn(&Case<H>) -> bool,
+    progress: impl Fn(&CaseResult, usize),
+) -> Result<Option<RunResults>, ProcessError> {
+    let control = &processes.control;
+    let harness = Arc::new(harness);
+    if control.rank() != 0 {
+        return follow(control, &harness).map(|()| None);
+    }
+    let base = base_seed();
+    let cases: Vec<Case<H>> = catalogue_within(&*harness, Some(control.size()))
+        .into_iter()
+        .filter(|case| select(case))
+        .collect();
+    let mut done = Vec::with_capacity(cases.len());
+    for case in &cases {
+        if control.broken().is_some() {
+            break;
+        }
+        let result = lead(control, &harness, case, base);
+        progress(&result, cases.len());
+        done.push(result);
+    }
+    control.broadcast(&Message::Done);
+    let incomplete = control.broken().map(|broken| {
+        format!(
+            "{broken}; {} of {} selected cases ran",
+            done.len(),
+            cases.len()
+        )
+    });
+    Ok(Some(results(
+        &*harness,
+        control.size(),
+        base,
+        done,
+        incomplete,
+    )))
+}
+
+/// [`crate::main`] across the processes of a launch: run by every process
+/// of `mpirun -n N <test binary>`. Rank 0 takes the libtest command line
+/// (filters, `--exact`, `--list`, `--format`), runs the cases one at a time,
+/// prints the verdicts and writes the result file, rewritten after every
+/// case and marked incomplete until the run ends. The other ranks print
+/// nothing unless they fail. A lost process stops the run with a message
+/// naming it, and a non-zero exit status.
+pub fn main_across<H: Harness>(processes: Processes, harness: H) -> ! {
+    if std::env::var("COMMCHECK_ISOLATION").is_ok_and(|mode| mode == "process") {
+        eprintln!(
+            "commcheck: COMMCHECK_ISOLATION=process does not apply to a process world: every \
+             rank already runs in its own process"
+        );
+        processes.exit(2);
+    }
+    let control = Arc::clone(&processes.control);
+    let harness = Arc::new(harness);
+    if control.rank() != 0 {
+        let code = match follow(&control, &harness) {
+            Ok(()) => 0,
+            Err(error) => {
+                eprintln!("commcheck (rank {}): {error}", control.rank());
+                1
+            }
+        };
+        processes.exit(code);
+    }
+    let mut args = Arguments::from_args();
+    // One case at a time: every process takes part in every world.
+    args.test_threads = Some(1);
+    let base = base_seed();
+    let size = control.size();
+    let cases = catalogue_within(&*harness, Some(size));
+    let total = cases.len();
+    let ran: Arc<Mutex<Vec<CaseResult>>> = Arc::default();
+    let exec = {
+        let (control, harness) = (Arc::clone(&control), Arc::clone(&harness));
+        move |case: &Case<H>| lead(&control, &harness, case, base)
+    };
+    let done = {
+        let (control, harness, ran) = (Arc::clone(&control), Arc::clone(&harness), Arc::clone(&ran));
+        move |result: &CaseResult| {
+            let mut ran = ran.lock().unwrap_or_else(|p| p.into_inner());
+            ran.push(result.clone());
+            let why = control.broken().unwrap_or_else(|| {
+                format!("the run has not finished: {} case(s) ran so far", ran.len())
+            });
+            let snapshot = results(&*harness, size, base, ran.clone(), Some(why));
+            let written = write_results(&snapshot);
+            if let Some(broken) = control.broken() {
+                eprintln!(
+                    "commcheck: stopping after {}: {broken}",
+                    result.name
+                );
+                match written {
+                    Ok(path) => eprintln!(
+                        "commcheck: the result file {} is marked incomplete ({} of {total} cases ran)",
+                        path.display(),
+                        ran.len()
+                    ),
+                    Err(error) => eprintln!("commcheck: {error}"),
+                }
+                // Finalising MPI with a dead peer would hang: exit directly.
+                std::process::exit(1);
+            }
+        }
+    };
+    let (conclusion, cases) = run_trials(cases, base, &args, exec, done);
+    control.broadcast(&Message::Done);
+    if let Some(cases) = cases {
+        let results = results(&*harness, size, base, cases, None);
+        for line in results.family_summary() {
+            println!("commcheck {line}");
+        }
+        match write_results(&results) {
+            Ok(path) => println!("commcheck results ({size} processes): {}", path.display()),
+            Err(error) => eprintln!("commcheck: {error}"),
+        }
+    }
+    processes.exit(if conclusion.has_failed() { 101 } else { 0 })
+}

@@ -1,0 +1,146 @@
+//! One world run across the processes: this process runs its rank (when the
+//! world includes it), then every process sends its outcome to every other,
+//! and all of them combine the same outcomes into the same [`WorldEnd`] (so
+//! every process reaches the same verdict and retries in step).
+
+use std::cell::Cell;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::control::{Control, End, Message, Outcome, Stop};
+use super::GRACE;
+use crate::harness::Harness;
+use crate::world::{run_ranks, Ranks, Run, Script, Signals, WorldEnd};
+
+/// Runs a world of `ranks` ranks on processes `0..ranks` (see the module docs).
+pub(crate) fn run_world_across<H: Harness>(
+    control: &Arc<Control>,
+    harness: Arc<H>,
+    ranks: usize,
+    seed: u64,
+    limit: Duration,
+    script: Script<H>,
+    run: &Run,
+) -> WorldEnd {
+    let epoch = control.next_epoch();
+    let me = control.rank();
+    let marks = run.journal.marks();
+    let end = if me < ranks {
+        let relaying = Arc::clone(control);
+        let signals = Arc::new(Signals::relayed(Box::new(move |name| {
+            relaying.signal(epoch, ranks, name)
+        })));
+        control.register(epoch, Arc::clone(&signals));
+        let world = Ranks {
+            size: ranks,
+            local: me..me + 1,
+            signals,
+        };
+        let abandoned = Cell::new(false);
+        let interrupt = || {
+            let elsewhere = control.ended_elsewhere(epoch, ranks);
+            abandoned.set(elsewhere);
+            // The value only ends the wait; this process's end is `Abandoned`.
+            elsewhere.then(|| WorldEnd::TimedOut { ranks: Vec::new() })
+        };
+        let end = run_ranks(harness, &world, seed, limit, script, run, &interrupt);
+        control.unregister(epoch);
+        if abandoned.get() {
+            End::Abandoned
+        } else {
+            local_end(end)
+        }
+    } else {
+        End::Absent
+    };
+    control.broadcast(&Message::Outcome {
+        epoch,
+        outcome: Outcome {
+            end: end.clone(),
+            journal: run.journal.since(marks),
+        },
+    });
+    let deadline = Instant::now() + limit + GRACE;
+    let ends: Vec<Result<End, Stop>> = (0..control.size())
+        .map(|from| {
+            if from == me {
+                return Ok(end.clone());
+            }
+            let message = control.wait(from, deadline, |m| {
+                matches!(m, Message::Outcome { epoch: sent, .. } if *sent == epoch)
+            })?;
+            let Message::Outcome { outcome, .. } = message else {
+                return Ok(End::Absent);
+            };
+            run.journal.merge(outcome.journal);
+            Ok(outcome.end)
+        })
+        .collect();
+    combine(control, ranks, ends)
+}
+
+/// This process's end, from its local supervision (one local rank).
+fn local_end(end: WorldEnd) -> End {
+    match end {
+        WorldEnd::Finished(mut checks) => End::Finished(checks.pop().unwrap_or(Ok(()))),
+        WorldEnd::Crashed { message, .. } => End::Crashed(message),
+        WorldEnd::TimedOut { .. } => End::TimedOut,
+        WorldEnd::Blocked {
+            what,
+            invariant,
+            limit,
+            ..
+        } => End::Blocked {
+            what,
+            invariant,
+            limit_ms: u64::try_from(limit.as_millis()).unwrap_or(u64::MAX),
+        },
+    }
+}
+
+/// The world's end from every process's end, the same on every process: the
+/// first process (in rank order) that was lost, crashed, blocked or timed
+/// out decides it; otherwise every rank's check, in rank order. A lost or
+/// silent process also breaks the process world: no later case can run.
+fn combine(control: &Control, ranks: usize, ends: Vec<Result<End, Stop>>) -> WorldEnd {
+    let mut checks = Vec::with_capacity(ranks);
+    let mut timed_out = Vec::new();
+    for (rank, end) in ends.into_iter().enumerate() {
+        match end {
+            Err(Stop::Lost(reason)) => {
+                let message = format!("crashed: its process died mid-case ({reason})");
+                control.break_with(format!("rank {rank} {message}"));
+                return WorldEnd::Crashed { rank, message };
+            }
+            Err(Stop::Timeout) => {
+                control.break_with(format!(
+                    "the process of rank {rank} sent no outcome within {:?} past the case watchdog",
+                    GRACE
+                ));
+                return WorldEnd::TimedOut { ranks: vec![rank] };
+            }
+            Ok(End::Crashed(message)) => return WorldEnd::Crashed { rank, message },
+            Ok(End::Blocked {
+                what,
+                invariant,
+                limit_ms,
+            }) => {
+                return WorldEnd::Blocked {
+                    rank,
+                    what,
+                    invariant,
+                    limit: Duration::from_millis(limit_ms),
+                }
+            }
+            Ok(End::TimedOut) => timed_out.push(rank),
+            Ok(End::Finished(check)) => checks.push(check),
+            Ok(End::Absent | End::Abandoned) => {}
+        }
+    }
+    if !timed_out.is_empty() || checks.len() < ranks {
+        // An abandoned rank with no crash anywhere cannot happen; were it
+        // to, the world did not finish within the watchdog.
+        return WorldEnd::TimedOut { ranks: timed_out };
+    }
+    WorldEnd::Finished(checks)
+}
