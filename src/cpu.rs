@@ -1,18 +1,18 @@
 //! The harness of the CPU reference backend: every instrument, every claim
 //! by default; fewer of either (or a planted defect) for the kit's own tests.
 
+use commcheck::processes::{Listener, Processes};
 use commcheck::{
     Claims, CompletionRef, Harness, HarnessError, HoldGuard, Identity, Instruments, Ledger,
     Observer, Operation, Probe, WireRecord, WorkState, WorldSizes,
 };
-use commcheck::processes::{Listener, Processes};
 use commcheck_cpu::{
     CompletionObserver, CpuBackend, CpuCompletion, CpuDevice, CpuExecutor, CpuGroup, CpuRoute,
     CpuTensor, Defect, Fabric, Phase,
 };
+use eredu_runtime::CommunicationRouteId;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use eredu_runtime::CommunicationRouteId;
 
 /// Connects [`CpuBackend`] to the kit, optionally with one planted [`Defect`].
 #[derive(Debug, Clone)]

@@ -160,7 +160,8 @@ impl Listener {
                         .read_exact(&mut hello)
                         .map_err(io("reading a peer's greeting"))?;
                     let magic = u32::from_be_bytes([hello[0], hello[1], hello[2], hello[3]]);
-                    let peer = u32::from_be_bytes([hello[4], hello[5], hello[6], hello[7]]) as usize;
+                    let peer =
+                        u32::from_be_bytes([hello[4], hello[5], hello[6], hello[7]]) as usize;
                     if magic != HELLO || peer <= rank || peer >= size || streams[peer].is_some() {
                         return Err(MeshError::Protocol(format!(
                             "rank {rank} expected a greeting from one of ranks {}..{size}, got magic {magic:#x} from rank {peer}",
@@ -250,7 +251,9 @@ fn read_frames(mut stream: TcpStream, peer: usize, deliver: &Deliver, closing: &
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// A connected mesh: one connection to every other rank.

@@ -8,9 +8,9 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use commcheck_report::markdown::SUMMARY_CAP;
 #[cfg(feature = "mpi")]
 use commcheck_report::certify_across;
+use commcheck_report::markdown::SUMMARY_CAP;
 use commcheck_report::{
     certify, diff, load_file, markdown, verify_file, CertifyOptions, Expectations, Level, Status,
     BUNDLED_BACKENDS,
@@ -228,12 +228,20 @@ fn certify_across_processes(
     let code = match CpuProcesses::connect(&processes)
         .map_err(|error| commcheck_report::CertifyError(error.0))
         .and_then(|cpu| {
-            certify_across(&processes, CpuHarness::new().across(&cpu), |_| true, options)
+            certify_across(
+                &processes,
+                CpuHarness::new().across(&cpu),
+                |_| true,
+                options,
+            )
         }) {
         Ok(Some(certification)) => conclude(&certification, required),
         Ok(None) => ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("commcheck-report (rank {}): certify: {error}", processes.rank());
+            eprintln!(
+                "commcheck-report (rank {}): certify: {error}",
+                processes.rank()
+            );
             ExitCode::from(2)
         }
     };

@@ -227,10 +227,9 @@ pub fn check_sequence_with<H: Harness>(
                 format!("rank 0 never ran the sequence: {:?}", checks),
             )),
         },
-        WorldEnd::Crashed { rank, message } => Err(world_failure(
-            hint,
-            format!("rank {rank} {message}"),
-        )),
+        WorldEnd::Crashed { rank, message } => {
+            Err(world_failure(hint, format!("rank {rank} {message}")))
+        }
         WorldEnd::TimedOut { ranks } => Err(world_failure(
             hint,
             format!(

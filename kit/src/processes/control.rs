@@ -81,7 +81,9 @@ struct Inbox {
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 impl Inbox {
@@ -194,7 +196,11 @@ impl Control {
     /// Stops delivering world run `epoch`'s signals.
     pub(crate) fn unregister(&self, epoch: u64) {
         let mut state = lock(&self.inbox.state);
-        if state.world.as_ref().is_some_and(|(current, _)| *current == epoch) {
+        if state
+            .world
+            .as_ref()
+            .is_some_and(|(current, _)| *current == epoch)
+        {
             // Later signals of this run are dropped, not queued.
             state.world = Some((epoch, Arc::new(Signals::default())));
         }

@@ -23,7 +23,15 @@ fn execute_across<H: Harness>(
     base: u64,
 ) -> CaseResult {
     execute_with(case, base, &|ranks, seed, limit, script, run| {
-        run_world_across(control, Arc::clone(harness), ranks, seed, limit, script, run)
+        run_world_across(
+            control,
+            Arc::clone(harness),
+            ranks,
+            seed,
+            limit,
+            script,
+            run,
+        )
     })
 }
 
@@ -178,7 +186,8 @@ pub fn main_across<H: Harness>(processes: Processes, harness: H) -> ! {
         move |case: &Case<H>| lead(&control, &harness, case, base)
     };
     let done = {
-        let (control, harness, ran) = (Arc::clone(&control), Arc::clone(&harness), Arc::clone(&ran));
+        let (control, harness, ran) =
+            (Arc::clone(&control), Arc::clone(&harness), Arc::clone(&ran));
         move |result: &CaseResult| {
             let mut ran = ran.lock().unwrap_or_else(|p| p.into_inner());
             ran.push(result.clone());
@@ -188,10 +197,7 @@ pub fn main_across<H: Harness>(processes: Processes, harness: H) -> ! {
             let snapshot = results(&*harness, size, base, ran.clone(), Some(why));
             let written = write_results(&snapshot);
             if let Some(broken) = control.broken() {
-                eprintln!(
-                    "commcheck: stopping after {}: {broken}",
-                    result.name
-                );
+                eprintln!("commcheck: stopping after {}: {broken}", result.name);
                 match written {
                     Ok(path) => eprintln!(
                         "commcheck: the result file {} is marked incomplete ({} of {total} cases ran)",

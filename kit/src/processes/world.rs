@@ -66,9 +66,11 @@ pub(crate) fn run_world_across<H: Harness>(
             if from == me {
                 return Ok(end.clone());
             }
-            let message = control.wait(from, deadline, |m| {
-                matches!(m, Message::Outcome { epoch: sent, .. } if *sent == epoch)
-            })?;
+            let message = control.wait(
+                from,
+                deadline,
+                |m| matches!(m, Message::Outcome { epoch: sent, .. } if *sent == epoch),
+            )?;
             let Message::Outcome { outcome, .. } = message else {
                 return Ok(End::Absent);
             };

@@ -444,7 +444,10 @@ pub fn run_with<H: Harness>(
         }
     };
     let (conclusion, cases) = run_trials(cases, base, args, exec, |_| {});
-    (conclusion, cases.map(|cases| summary(&*harness, base, cases)))
+    (
+        conclusion,
+        cases.map(|cases| summary(&*harness, base, cases)),
+    )
 }
 
 /// Runs `cases` as libtest-mimic trials, each by `exec`, calling `done` with

@@ -1,0 +1,224 @@
+//! Process-per-rank worlds under `mpirun` (the `mpi` feature): the CPU
+//! reference backend with one rank per process.
+//!
+//! Run by `cargo test --features mpi`, this binary is the driver: each test
+//! starts `mpirun` on this same binary, which then plays one scenario
+//! (`COMMCHECK_PROCESS_SCENARIO`) in every rank process:
+//! - `mutants`: every defect whose invariant is of class M, against the
+//!   M-class cases across the processes; a defect must fail its own
+//!   invariant and otherwise only its declared overlaps (the rules of the
+//!   in-process precision matrix, `tests/mutants/matrix.rs`);
+//! - `kill`: the whole suite, while rank 1's process is killed (SIGKILL)
+//!   mid-run; the survivors must name it, stop, and leave a result file
+//!   marked incomplete.
+//!
+//! The whole certification under `mpirun -n 2` and `-n 3` is `.ci/run`'s
+//! job (`commcheck-report certify cpu`).
+
+#[path = "mutants/matrix.rs"]
+mod matrix;
+
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use commcheck::processes::{main_across, run_cases_across, Processes};
+use commcheck::spec::{invariant, Class};
+use commcheck_cpu::Defect;
+use commcheck_reference::cpu::{CpuHarness, CpuProcesses};
+use libtest_mimic::{Arguments, Failed, Trial};
+use matrix::Row;
+
+const SCENARIO: &str = "COMMCHECK_PROCESS_SCENARIO";
+
+fn main() {
+    match std::env::var(SCENARIO) {
+        Ok(scenario) if Processes::launched() => rank_process(&scenario),
+        _ => {
+            let args = Arguments::from_args();
+            let trials = vec![
+                Trial::test(
+                    "m_class_defects_fail_their_own_invariant_across_two_processes",
+                    || mutants_across(2),
+                ),
+                Trial::test("a_killed_rank_is_named_by_the_survivors", killed_rank),
+            ];
+            libtest_mimic::run(&args, trials).exit()
+        }
+    }
+}
+
+/// `mpirun -n <ranks>` on this binary playing `scenario`, with `env`.
+fn mpirun(
+    ranks: usize,
+    extra: &[&str],
+    scenario: &str,
+    env: &[(&str, &str)],
+) -> Result<Output, Failed> {
+    let exe = std::env::current_exe().map_err(|e| Failed::from(format!("no test binary: {e}")))?;
+    let mut command = Command::new("mpirun");
+    command
+        .args(["--oversubscribe", "-n", &ranks.to_string()])
+        .args(extra)
+        .arg(exe)
+        // Open MPI refuses root without these; harmless otherwise.
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .env(SCENARIO, scenario);
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    command.output().map_err(|error| {
+        Failed::from(format!(
+            "could not start mpirun (install Open MPI: apt-get install openmpi-bin): {error}"
+        ))
+    })
+}
+
+fn text(output: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+fn mutants_across(ranks: usize) -> Result<(), Failed> {
+    let output = mpirun(ranks, &[], "mutants", &[])?;
+    let seen = text(&output);
+    println!("{seen}");
+    if output.status.success() {
+        Ok(())
+    } else {
+        Err(format!("the M-class precision matrix across {ranks} processes failed:\n{seen}").into())
+    }
+}
+
+fn killed_rank() -> Result<(), Failed> {
+    let dir = tempfile_dir()?;
+    let results = dir.join("results.json");
+    let started = Instant::now();
+    // --enable-recovery: Open MPI keeps the survivors of a dead process
+    // running (by default mpirun kills them at once).
+    let output = mpirun(
+        3,
+        &["--enable-recovery"],
+        "kill",
+        &[("COMMCHECK_RESULTS", results.to_str().unwrap_or_default())],
+    )?;
+    let took = started.elapsed();
+    let seen = text(&output);
+    let file = std::fs::read_to_string(&results).unwrap_or_default();
+    let _ = std::fs::remove_dir_all(&dir);
+    let mut problems = Vec::new();
+    // Under --enable-recovery, Open MPI 4.1's mpirun exits 0 whatever its
+    // processes' statuses: the leader's message and the result file tell.
+    if !seen.contains("commcheck: stopping after") {
+        problems.push("the leader did not stop the run with a message".to_owned());
+    }
+    if !seen.contains("rank 1 crashed: its process died mid-case") {
+        problems.push("no survivor named rank 1's process as dead".to_owned());
+    }
+    // The default watchdog (20 s) plus the grace: nothing waited for it.
+    if took > Duration::from_secs(60) {
+        problems.push(format!("the launch took {took:?}: something hung"));
+    }
+    let parsed: serde_json::Value = serde_json::from_str(&file).unwrap_or_default();
+    match parsed.get("incomplete").and_then(|why| why.as_str()) {
+        Some(why) if why.contains("rank 1") => {}
+        other => problems.push(format!(
+            "the result file is not marked incomplete naming rank 1: {other:?}"
+        )),
+    }
+    println!("{seen}");
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("{}\n--- output ---\n{seen}", problems.join("\n")).into())
+    }
+}
+
+/// A fresh folder under the target directory's temp space.
+fn tempfile_dir() -> Result<std::path::PathBuf, Failed> {
+    let dir = std::env::temp_dir().join(format!("commcheck-processes-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| Failed::from(format!("{}: {e}", dir.display())))?;
+    Ok(dir)
+}
+
+/// One rank process of a scenario.
+fn rank_process(scenario: &str) -> ! {
+    let processes = Processes::from_mpi().unwrap_or_else(|error| {
+        eprintln!("{error}");
+        std::process::exit(2)
+    });
+    let cpu = CpuProcesses::connect(&processes).unwrap_or_else(|error| {
+        eprintln!("rank {}: {}", processes.rank(), error.0);
+        std::process::exit(2)
+    });
+    match scenario {
+        "mutants" => {
+            // Some defects hang work on purpose: the mutant watchdog.
+            std::env::set_var("COMMCHECK_CASE_TIMEOUT_MS", "11000");
+            let mut problems = Vec::new();
+            for defect in m_class_defects() {
+                let started = Instant::now();
+                let harness = CpuHarness::with_defect(defect).across(&cpu);
+                let results = run_cases_across(
+                    &processes,
+                    harness,
+                    |case| case.invariant().class == Class::M,
+                    |_, _| {},
+                );
+                match results {
+                    Ok(Some(results)) => {
+                        if let Some(why) = &results.incomplete {
+                            problems.push(format!("{defect}: the run is incomplete: {why}"));
+                        }
+                        let row = Row {
+                            defect,
+                            results,
+                            wall: started.elapsed(),
+                        };
+                        println!("across {} processes: {}", processes.size(), row.line());
+                        problems.extend(row.problems());
+                    }
+                    Ok(None) => {}
+                    Err(error) => problems.push(format!("{defect}: {error}")),
+                }
+            }
+            let code = if problems.is_empty() {
+                0
+            } else {
+                eprintln!("{} problem(s):\n{}", problems.len(), problems.join("\n"));
+                1
+            };
+            processes.finish();
+            std::process::exit(code)
+        }
+        "kill" => {
+            if processes.rank() == 1 {
+                std::thread::spawn(|| {
+                    std::thread::sleep(Duration::from_secs(3));
+                    let _ = Command::new("kill")
+                        .args(["-9", &std::process::id().to_string()])
+                        .status();
+                });
+            }
+            main_across(processes, CpuHarness::new().across(&cpu))
+        }
+        other => {
+            eprintln!("{SCENARIO}: unknown scenario {other:?} (mutants or kill)");
+            std::process::exit(2)
+        }
+    }
+}
+
+/// The defects whose invariant is of class M (`COMMCHECK_MUTANTS` narrows them).
+fn m_class_defects() -> Vec<Defect> {
+    let wanted = std::env::var("COMMCHECK_MUTANTS").unwrap_or_default();
+    Defect::ALL
+        .iter()
+        .copied()
+        .filter(|d| invariant(d.invariant()).is_some_and(|i| i.class == Class::M))
+        .filter(|d| wanted.trim().is_empty() || wanted.split(',').any(|w| w.trim() == d.name()))
+        .collect()
+}
