@@ -302,9 +302,11 @@ pub enum CompletionRef<'a, H: Harness> {
 /// shared part (it must be `Send + Sync`), then every rank's thread calls
 /// [`Harness::rank`] to build its own state there. Ranks' state, executors,
 /// groups and completions never cross threads, so backends whose handles are
-/// neither `Send` nor `Sync` are supported. A world whose ranks are processes
-/// started by a launcher fits the same split: `world` connects to the
-/// launcher, and `rank` is called once, for the local rank.
+/// neither `Send` nor `Sync` are supported. In a world whose ranks are the
+/// processes of a launch (`mpirun -n N`, see [`crate::processes`]), a world
+/// of `k` ranks runs on processes `0..k`: each calls `world(k)`, then `rank`
+/// once, for its own rank, and [`Harness::world_sizes`] names the sizes
+/// built across the processes.
 ///
 /// Everything optional has a default: an instrument that is not provided
 /// makes the invariants that need it `not-supported`.
@@ -330,10 +332,12 @@ pub trait Harness: Send + Sync + Sized + 'static {
         Instruments::NONE
     }
 
-    /// The world sizes [`Harness::world`] builds in one process. A case whose
-    /// every size is outside them is `not-supported`, naming the sizes; a
-    /// backend with one group per process (one rank per process) declares
-    /// `WorldSizes::UpTo(1)`.
+    /// The world sizes [`Harness::world`] builds in one process (across the
+    /// processes, for a run under a launcher: the kit also keeps them to the
+    /// launch's size). A case whose every size is outside them is
+    /// `not-supported`, naming the sizes; a backend with one group per
+    /// process (one rank per process) declares `WorldSizes::UpTo(1)` for its
+    /// single-process runs.
     fn world_sizes(&self) -> WorldSizes {
         WorldSizes::Any
     }

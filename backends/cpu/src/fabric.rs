@@ -147,6 +147,7 @@ impl Fabric {
         for frame in registry.early.remove(&target).unwrap_or_default() {
             group.receive(frame);
         }
+        registry.groups.retain(|_, weak| weak.strong_count() > 0);
         registry.groups.insert(target, Arc::downgrade(group));
     }
 
@@ -159,6 +160,7 @@ impl Fabric {
                 route.arrive(message);
             }
         }
+        registry.routes.retain(|_, weak| weak.strong_count() > 0);
         registry.routes.insert(target, Arc::downgrade(route));
     }
 
