@@ -10,7 +10,9 @@
 //!   in-process precision matrix, `tests/mutants/matrix.rs`);
 //! - `kill`: the whole suite, while rank 1's process is killed (SIGKILL)
 //!   mid-run; the survivors must name it, stop, and leave a result file
-//!   marked incomplete.
+//!   marked incomplete;
+//! - `hang`: the same, but rank 1's process is stopped (SIGSTOP): it never
+//!   answers again, and the others must name it as timed out.
 //!
 //! The whole certification under `mpirun -n 2` and `-n 3` is `.ci/run`'s
 //! job (`commcheck-report certify cpu`).
@@ -41,6 +43,7 @@ fn main() {
                     || mutants_across(2),
                 ),
                 Trial::test("a_killed_rank_is_named_by_the_survivors", killed_rank),
+                Trial::test("a_hung_rank_is_named_by_the_others", hung_rank),
             ];
             libtest_mimic::run(&args, trials).exit()
         }
@@ -137,6 +140,51 @@ fn killed_rank() -> Result<(), Failed> {
     }
 }
 
+fn hung_rank() -> Result<(), Failed> {
+    let dir = tempfile_dir()?;
+    let results = dir.join("hung.json");
+    let started = Instant::now();
+    // No --enable-recovery: once rank 0 gives up and exits non-zero, mpirun
+    // ends the job, the stopped process included.
+    let output = mpirun(
+        3,
+        &[],
+        "hang",
+        &[
+            ("COMMCHECK_RESULTS", results.to_str().unwrap_or_default()),
+            ("COMMCHECK_CASE_TIMEOUT_MS", "3000"),
+        ],
+    )?;
+    let took = started.elapsed();
+    let seen = text(&output);
+    let file = std::fs::read_to_string(&results).unwrap_or_default();
+    let _ = std::fs::remove_dir_all(&dir);
+    let mut problems = Vec::new();
+    if output.status.success() {
+        problems.push("mpirun succeeded although rank 1 never answered".to_owned());
+    }
+    if !seen.contains("the process of rank 1 sent no outcome") {
+        problems.push("rank 0 did not name rank 1's process as hung".to_owned());
+    }
+    // 3 s before the stop, the 3 s watchdog, the 10 s grace, and margin.
+    if took > Duration::from_secs(60) {
+        problems.push(format!("the launch took {took:?}: something hung"));
+    }
+    let parsed: serde_json::Value = serde_json::from_str(&file).unwrap_or_default();
+    match parsed.get("incomplete").and_then(|why| why.as_str()) {
+        Some(why) if why.contains("rank 1") => {}
+        other => problems.push(format!(
+            "the result file is not marked incomplete naming rank 1: {other:?}"
+        )),
+    }
+    println!("{seen}");
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("{}\n--- output ---\n{seen}", problems.join("\n")).into())
+    }
+}
+
 /// A fresh folder under the target directory's temp space.
 fn tempfile_dir() -> Result<std::path::PathBuf, Failed> {
     let dir = std::env::temp_dir().join(format!("commcheck-processes-{}", std::process::id()));
@@ -194,19 +242,20 @@ fn rank_process(scenario: &str) -> ! {
             processes.finish();
             std::process::exit(code)
         }
-        "kill" => {
+        "kill" | "hang" => {
             if processes.rank() == 1 {
-                std::thread::spawn(|| {
+                let signal = if scenario == "kill" { "-KILL" } else { "-STOP" };
+                std::thread::spawn(move || {
                     std::thread::sleep(Duration::from_secs(3));
                     let _ = Command::new("kill")
-                        .args(["-9", &std::process::id().to_string()])
+                        .args([signal, &std::process::id().to_string()])
                         .status();
                 });
             }
             main_across(processes, CpuHarness::new().across(&cpu))
         }
         other => {
-            eprintln!("{SCENARIO}: unknown scenario {other:?} (mutants or kill)");
+            eprintln!("{SCENARIO}: unknown scenario {other:?} (mutants, kill or hang)");
             std::process::exit(2)
         }
     }
