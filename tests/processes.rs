@@ -97,76 +97,67 @@ fn mutants_across(ranks: usize) -> Result<(), Failed> {
 }
 
 fn killed_rank() -> Result<(), Failed> {
-    let dir = tempfile_dir()?;
-    let results = dir.join("results.json");
-    let started = Instant::now();
     // --enable-recovery: Open MPI keeps the survivors of a dead process
-    // running (by default mpirun kills them at once).
-    let output = mpirun(
-        3,
-        &["--enable-recovery"],
+    // running (by default mpirun kills them at once). Its mpirun then exits
+    // 0 whatever its processes' statuses: the leader's message and the
+    // result file tell.
+    stopped_rank(
         "kill",
-        &[("COMMCHECK_RESULTS", results.to_str().unwrap_or_default())],
-    )?;
-    let took = started.elapsed();
-    let seen = text(&output);
-    let file = std::fs::read_to_string(&results).unwrap_or_default();
-    let _ = std::fs::remove_dir_all(&dir);
-    let mut problems = Vec::new();
-    // Under --enable-recovery, Open MPI 4.1's mpirun exits 0 whatever its
-    // processes' statuses: the leader's message and the result file tell.
-    if !seen.contains("commcheck: stopping after") {
-        problems.push("the leader did not stop the run with a message".to_owned());
-    }
-    if !seen.contains("rank 1 crashed: its process died mid-case") {
-        problems.push("no survivor named rank 1's process as dead".to_owned());
-    }
-    // The default watchdog (20 s) plus the grace: nothing waited for it.
-    if took > Duration::from_secs(60) {
-        problems.push(format!("the launch took {took:?}: something hung"));
-    }
-    let parsed: serde_json::Value = serde_json::from_str(&file).unwrap_or_default();
-    match parsed.get("incomplete").and_then(|why| why.as_str()) {
-        Some(why) if why.contains("rank 1") => {}
-        other => problems.push(format!(
-            "the result file is not marked incomplete naming rank 1: {other:?}"
-        )),
-    }
-    println!("{seen}");
-    if problems.is_empty() {
-        Ok(())
-    } else {
-        Err(format!("{}\n--- output ---\n{seen}", problems.join("\n")).into())
-    }
+        &["--enable-recovery"],
+        &[],
+        &[
+            "rank 1 crashed: its process died mid-case",
+            "commcheck: stopping after",
+        ],
+        false,
+    )
 }
 
 fn hung_rank() -> Result<(), Failed> {
-    let dir = tempfile_dir()?;
-    let results = dir.join("hung.json");
-    let started = Instant::now();
     // No --enable-recovery: once rank 0 gives up and exits non-zero, mpirun
     // ends the job, the stopped process included.
-    let output = mpirun(
-        3,
-        &[],
+    stopped_rank(
         "hang",
+        &[],
+        &[("COMMCHECK_CASE_TIMEOUT_MS", "3000")],
         &[
-            ("COMMCHECK_RESULTS", results.to_str().unwrap_or_default()),
-            ("COMMCHECK_CASE_TIMEOUT_MS", "3000"),
+            "the process of rank 1 sent no outcome",
+            "commcheck: stopping after",
         ],
-    )?;
+        true,
+    )
+}
+
+/// Runs `scenario` (rank 1's process killed or stopped mid-run) on three
+/// processes: the output must say each of `said`, the launch must end
+/// within a minute (failing when `fails`), and the result file must be
+/// marked incomplete, naming rank 1.
+fn stopped_rank(
+    scenario: &str,
+    options: &[&str],
+    env: &[(&str, &str)],
+    said: &[&str],
+    fails: bool,
+) -> Result<(), Failed> {
+    let dir = tempfile_dir()?;
+    let results = dir.join(format!("{scenario}.json"));
+    let started = Instant::now();
+    let mut env = env.to_vec();
+    env.push(("COMMCHECK_RESULTS", results.to_str().unwrap_or_default()));
+    let output = mpirun(3, options, scenario, &env)?;
     let took = started.elapsed();
     let seen = text(&output);
     let file = std::fs::read_to_string(&results).unwrap_or_default();
     let _ = std::fs::remove_dir_all(&dir);
-    let mut problems = Vec::new();
-    if output.status.success() {
-        problems.push("mpirun succeeded although rank 1 never answered".to_owned());
+    let mut problems: Vec<String> = said
+        .iter()
+        .filter(|phrase| !seen.contains(**phrase))
+        .map(|phrase| format!("the output does not say {phrase:?}"))
+        .collect();
+    if fails && output.status.success() {
+        problems.push("mpirun succeeded although rank 1 stopped answering".to_owned());
     }
-    if !seen.contains("the process of rank 1 sent no outcome") {
-        problems.push("rank 0 did not name rank 1's process as hung".to_owned());
-    }
-    // 3 s before the stop, the 3 s watchdog, the 10 s grace, and margin.
+    // The watchdog (20 s by default) plus the 10 s grace: nothing waited longer.
     if took > Duration::from_secs(60) {
         problems.push(format!("the launch took {took:?}: something hung"));
     }

@@ -47,6 +47,22 @@ struct Slot {
 }
 
 impl Slot {
+    /// Records `member`'s contribution; the last one makes the gathered set.
+    fn deposit(&mut self, member: usize, contribution: Contribution) {
+        self.contributions[member] = Some(contribution);
+        if self.contributions.iter().all(Option::is_some) {
+            let contributions = self
+                .contributions
+                .iter_mut()
+                .flat_map(Option::take)
+                .collect();
+            self.all = Some(Arc::new(Gathered {
+                contributions,
+                shared: OnceLock::new(),
+            }));
+        }
+    }
+
     /// The slot of collective `seq`, made empty for `size` members if new.
     fn of(state: &mut GroupState, seq: u64, size: usize) -> &mut Slot {
         state.slots.entry(seq).or_insert_with(|| Slot {
@@ -188,18 +204,7 @@ impl GroupShared {
                 reason,
             });
         }
-        slot.contributions[member] = Some(contribution);
-        if slot.contributions.iter().all(Option::is_some) {
-            let contributions = slot
-                .contributions
-                .iter_mut()
-                .flat_map(Option::take)
-                .collect();
-            slot.all = Some(Arc::new(Gathered {
-                contributions,
-                shared: OnceLock::new(),
-            }));
-        }
+        slot.deposit(member, contribution);
         self.changed.notify_all();
         if let Some(frame) = outgoing {
             drop(state);
@@ -319,18 +324,7 @@ impl GroupShared {
                 }
                 let slot = Slot::of(&mut state, seq, self.size);
                 if slot.all.is_none() && slot.contributions[member].is_none() {
-                    slot.contributions[member] = Some(contribution);
-                    if slot.contributions.iter().all(Option::is_some) {
-                        let contributions = slot
-                            .contributions
-                            .iter_mut()
-                            .flat_map(Option::take)
-                            .collect();
-                        slot.all = Some(Arc::new(Gathered {
-                            contributions,
-                            shared: OnceLock::new(),
-                        }));
-                    }
+                    slot.deposit(member, contribution);
                 }
             }
             Frame::Abort {
