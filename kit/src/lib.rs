@@ -52,6 +52,10 @@
 //!   backend's own completion type offers one (e.g. `Clone`); not an
 //!   instrument, it lets EXC-8's timeout clause be read without an observer.
 //!
+//! A backend with one rank per process runs the same cases under `mpirun`
+//! (the `mpi` feature): [`processes::main_across`] instead of [`main`], each
+//! process building only its own rank; see [`processes`].
+//!
 //! ```no_run
 //! // tests/commcheck.rs
 //! use commcheck::{Claims, Harness, HarnessError, Identity};
