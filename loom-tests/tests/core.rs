@@ -1,5 +1,6 @@
 //! Interleavings of work completion, cancellation, retention and observation
-//! on one completion core (RET-4, RET-6, EXC-6, CAN-5).
+//! on one completion core (RET-4, RET-6, EXC-6, CAN-5), and the wake-ups of
+//! threads blocked on it.
 #![cfg(commcheck_loom)]
 
 use commcheck_cpu::loom_core::{CancelRequest, Core, Retained};
@@ -114,5 +115,38 @@ fn published_errors_stay() {
             assert!(last.error.is_some());
         }
         assert_eq!(last.phase, Phase::Failed);
+    });
+}
+
+/// Changes wake blocked waiters only when some are registered: two threads
+/// blocked on different conditions both wake, whatever the interleaving
+/// with the worker's transitions (no lost wake-up, so no deadlock).
+#[test]
+fn waiters_are_woken_by_every_change() {
+    loom::model(|| {
+        let core = Arc::new(Core::new(Vec::new()));
+        let waiters: Vec<_> = [false, true]
+            .into_iter()
+            .map(|for_release| {
+                let core = Arc::clone(&core);
+                thread::spawn(move || {
+                    let seen = core.wait_for(None, |seen| {
+                        if for_release {
+                            seen.released
+                        } else {
+                            seen.phase.is_terminal()
+                        }
+                    });
+                    assert!(seen.phase.is_terminal());
+                })
+            })
+            .collect();
+        assert!(core.start());
+        let retained = core.finish(Ok(())).expect("running work finishes once");
+        drop(retained);
+        core.mark_released();
+        for waiter in waiters {
+            waiter.join().unwrap();
+        }
     });
 }

@@ -1,6 +1,10 @@
 //! Benchmarks of the CPU reference backend (`cargo bench -p commcheck-cpu`).
 //!
 //! - `round_trip`: submit-to-completion of one empty submission on one executor.
+//! - `local_dependencies_round_trip`: `submit_local_dependencies` of one
+//!   evaluated tensor, then `wait`, on one idle executor.
+//! - `all_reduce_sum_singleton`: `all_reduce_sum` of a 4-element tensor on a
+//!   group of one member, then `wait`.
 //! - `all_reduce_sum/<ranks>x<size>`: one reduction across rank threads, with
 //!   throughput in bytes of one rank's tensor; `copy/<size>` measures a plain
 //!   copy of the same bytes in the same run, so the two can be compared as a
@@ -13,7 +17,7 @@ use std::time::{Duration, Instant};
 use commcheck_cpu::{CpuBackend, CpuDevice, CpuExecutor, CpuGroup};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use eredu_core::Completion;
-use eredu_runtime::backend::{SubmissionBackend, SumReductionBackend};
+use eredu_runtime::backend::{CommunicationBackend, SubmissionBackend, SumReductionBackend};
 
 fn round_trip(c: &mut Criterion) {
     let device = CpuDevice::new();
@@ -23,6 +27,37 @@ fn round_trip(c: &mut Criterion) {
             CpuBackend::submit(&executor, std::iter::empty())
                 .and_then(|completion| completion.wait())
                 .expect("empty submission completes")
+        })
+    });
+}
+
+fn local_dependencies_round_trip(c: &mut Criterion) {
+    let device = CpuDevice::new();
+    let executor = device.executor();
+    let value = device
+        .tensor(&[1.0, 2.0, 3.0, 4.0], &[4])
+        .expect("evaluated tensor");
+    c.bench_function("local_dependencies_round_trip", |b| {
+        b.iter(|| {
+            CpuBackend::submit_local_dependencies(std::iter::once(&value), &executor)
+                .and_then(|submission| submission.completion.wait())
+                .expect("local dependencies complete")
+        })
+    });
+}
+
+fn all_reduce_sum_singleton(c: &mut Criterion) {
+    let device = CpuDevice::new();
+    let executor = device.executor();
+    let group = device.group(1).expect("group").remove(0);
+    let value = device
+        .tensor(&[1.0, 2.0, 3.0, 4.0], &[4])
+        .expect("evaluated tensor");
+    c.bench_function("all_reduce_sum_singleton", |b| {
+        b.iter(|| {
+            let sum = CpuBackend::all_reduce_sum(value.clone(), &group, &executor).expect("submit");
+            sum.completion.wait().expect("reduction completes");
+            sum.output
         })
     });
 }
@@ -119,5 +154,11 @@ fn all_reduce_sum(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, round_trip, all_reduce_sum);
+criterion_group!(
+    benches,
+    round_trip,
+    local_dependencies_round_trip,
+    all_reduce_sum_singleton,
+    all_reduce_sum
+);
 criterion_main!(benches);

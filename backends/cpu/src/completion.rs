@@ -44,8 +44,10 @@ pub struct CpuCompletion {
     core: Arc<Core>,
     device: CpuDevice,
     operation: &'static str,
-    /// Shared by every clone, so deferred work is launched exactly once.
-    lazy: Arc<Mutex<Option<LazyLaunch>>>,
+    /// Work whose launch is deferred (the SUM-2 defect only), shared by
+    /// every clone so it is launched exactly once; `None` for work that was
+    /// launched at submission.
+    lazy: Option<Arc<Mutex<Option<LazyLaunch>>>>,
     fenced_group: Option<Arc<GroupMember>>,
     reported_true: Cell<bool>,
     reported_error: Cell<bool>,
@@ -59,7 +61,7 @@ impl Clone for CpuCompletion {
             core: Arc::clone(&self.core),
             device: self.device.clone(),
             operation: self.operation,
-            lazy: Arc::clone(&self.lazy),
+            lazy: self.lazy.clone(),
             fenced_group: self.fenced_group.clone(),
             reported_true: self.reported_true.clone(),
             reported_error: self.reported_error.clone(),
@@ -134,7 +136,7 @@ impl CpuCompletion {
             core,
             device,
             operation,
-            lazy: Arc::new(Mutex::new(None)),
+            lazy: None,
             fenced_group: None,
             reported_true: Cell::new(false),
             reported_error: Cell::new(false),
@@ -142,8 +144,8 @@ impl CpuCompletion {
         }
     }
 
-    pub(crate) fn with_lazy_launch(self, launch: LazyLaunch) -> Self {
-        *self.lazy.lock().unwrap_or_else(PoisonError::into_inner) = Some(launch);
+    pub(crate) fn with_lazy_launch(mut self, launch: LazyLaunch) -> Self {
+        self.lazy = Some(Arc::new(Mutex::new(Some(launch))));
         self
     }
 
@@ -174,11 +176,10 @@ impl CpuCompletion {
     }
 
     fn launch(&self) {
-        let launch = self
-            .lazy
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
+        let Some(lazy) = &self.lazy else {
+            return;
+        };
+        let launch = lazy.lock().unwrap_or_else(PoisonError::into_inner).take();
         if let Some(launch) = launch {
             launch.launch();
         }

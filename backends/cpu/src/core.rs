@@ -21,7 +21,7 @@ use std::any::Any;
 use std::time::Instant;
 
 use crate::error::CpuError;
-use crate::sync::{lock, Condvar, Mutex};
+use crate::sync::{lock, Condvar, Mutex, MutexGuard};
 
 /// A value kept alive until the work reaches a terminal state.
 pub type Retained = Box<dyn Any + Send>;
@@ -76,6 +76,9 @@ struct Inner {
     released: bool,
     deadline_passed: bool,
     retained: Vec<Retained>,
+    /// Threads blocked on `changed` (in [`Core::wait_for`]). Changes notify
+    /// only when there is one, so work nobody waits on costs no wake-up call.
+    waiters: usize,
 }
 
 /// Result of a cancellation request.
@@ -105,8 +108,20 @@ impl Core {
                 released: false,
                 deadline_passed: false,
                 retained,
+                waiters: 0,
             }),
             changed: Condvar::new(),
+        }
+    }
+
+    /// Releases the lock after a change of state, waking the threads blocked
+    /// in [`Core::wait_for`], if any. A waiter registers under the lock before
+    /// it blocks, so none can miss the change.
+    fn changed_unlock(&self, inner: MutexGuard<'_, Inner>) {
+        let waiters = inner.waiters > 0;
+        drop(inner);
+        if waiters {
+            self.changed.notify_all();
         }
     }
 
@@ -127,8 +142,7 @@ impl Core {
             return false;
         }
         inner.phase = Phase::Running;
-        drop(inner);
-        self.changed.notify_all();
+        self.changed_unlock(inner);
         true
     }
 
@@ -138,8 +152,7 @@ impl Core {
         if inner.error.is_none() {
             inner.error = Some(error);
         }
-        drop(inner);
-        self.changed.notify_all();
+        self.changed_unlock(inner);
     }
 
     /// Takes the retained values while work is still live (planted defects only).
@@ -178,8 +191,7 @@ impl Core {
             });
         }
         let retained = std::mem::take(&mut inner.retained);
-        drop(inner);
-        self.changed.notify_all();
+        self.changed_unlock(inner);
         Some(retained)
     }
 
@@ -194,14 +206,12 @@ impl Core {
                     inner.error = Some(CpuError::Cancelled { operation });
                 }
                 let retained = std::mem::take(&mut inner.retained);
-                drop(inner);
-                self.changed.notify_all();
+                self.changed_unlock(inner);
                 CancelRequest::TornDown(retained)
             }
             Phase::Running => {
                 inner.cancel_requested = true;
-                drop(inner);
-                self.changed.notify_all();
+                self.changed_unlock(inner);
                 CancelRequest::Requested
             }
             _ => CancelRequest::AlreadyTerminal,
@@ -210,14 +220,16 @@ impl Core {
 
     /// Records that the retained values of terminal work were released.
     pub fn mark_released(&self) {
-        lock(&self.inner).released = true;
-        self.changed.notify_all();
+        let mut inner = lock(&self.inner);
+        inner.released = true;
+        self.changed_unlock(inner);
     }
 
     /// Records that a `wait_bounded` on this work passed its deadline.
     pub fn mark_deadline_passed(&self) {
-        lock(&self.inner).deadline_passed = true;
-        self.changed.notify_all();
+        let mut inner = lock(&self.inner);
+        inner.deadline_passed = true;
+        self.changed_unlock(inner);
     }
 
     pub fn mark_quarantined(&self) {
@@ -257,17 +269,22 @@ impl Core {
         deadline: Option<Instant>,
         stop: &impl Fn(&Observation) -> bool,
     ) -> Option<Observation> {
+        // Work that is already done (say, run inline) answers without a clock read.
+        let seen = self.observe();
+        if stop(&seen) {
+            return Some(seen);
+        }
         let until = Instant::now() + crate::sync::SPIN;
         let until = deadline.map_or(until, |deadline| deadline.min(until));
         loop {
-            let seen = self.observe();
-            if stop(&seen) {
-                return Some(seen);
-            }
             if Instant::now() >= until {
                 return None;
             }
             std::thread::yield_now();
+            let seen = self.observe();
+            if stop(&seen) {
+                return Some(seen);
+            }
         }
     }
 
@@ -306,20 +323,24 @@ impl Core {
             }
             match deadline {
                 None => {
+                    inner.waiters += 1;
                     inner = match self.changed.wait(inner) {
                         Ok(guard) => guard,
                         Err(poisoned) => poisoned.into_inner(),
-                    }
+                    };
+                    inner.waiters -= 1;
                 }
                 Some(deadline) => {
                     let now = Instant::now();
                     if now >= deadline {
                         return seen;
                     }
+                    inner.waiters += 1;
                     inner = match self.changed.wait_timeout(inner, deadline - now) {
                         Ok((guard, _)) => guard,
                         Err(poisoned) => poisoned.into_inner().0,
-                    }
+                    };
+                    inner.waiters -= 1;
                 }
             }
         }

@@ -1,5 +1,17 @@
 //! Executors: worker threads with FIFO queues (the CPU backend's streams),
 //! plus the hold and fault-injection instruments that act on them.
+//!
+//! # Inline execution
+//! Work that cannot block (it has no unpublished or lazy input to wait for,
+//! and no peer to meet; see [`Dispatch::Inline`]) skips the hand-off to the
+//! worker when its lane is idle: nothing queued, nothing executing, no hold
+//! taken. It then runs on the submitting thread, through the same steps as
+//! on the worker (start, injected fault, cancel scope, contained panics,
+//! finish and release), and its completion is already terminal when the
+//! submission returns. The lane is marked busy meanwhile, so work submitted
+//! concurrently queues behind it and FIFO order is kept. A held lane, a busy
+//! lane or a lane with queued work always queues: the hold instrument keeps
+//! work pending exactly as before.
 
 use std::collections::VecDeque;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -93,6 +105,17 @@ impl WorkCtx<'_> {
 struct LaneState {
     items: VecDeque<WorkItem>,
     shutdown: bool,
+    /// An item is executing, on the worker or inline on its submitting thread.
+    busy: bool,
+    /// The worker sleeps on `wake` (so a push must notify it).
+    sleeping: bool,
+}
+
+impl LaneState {
+    /// Whether the worker may take the next queued item now.
+    fn runnable(&self) -> bool {
+        !self.busy && !self.items.is_empty()
+    }
 }
 
 /// One worker thread and its queue.
@@ -157,16 +180,22 @@ impl Lane {
                         }
                         return;
                     }
-                    if let Some(item) = state.items.pop_front() {
-                        break item;
+                    if !state.busy {
+                        if let Some(item) = state.items.pop_front() {
+                            state.busy = true;
+                            break item;
+                        }
                     }
+                    state.sleeping = true;
                     state = match self.wake.wait(state) {
                         Ok(guard) => guard,
                         Err(poisoned) => poisoned.into_inner(),
                     };
+                    state.sleeping = false;
                 }
             };
-            self.execute(id, device, item);
+            self.execute(id, device, item, false);
+            guard(&self.state).busy = false;
         }
     }
 
@@ -175,7 +204,7 @@ impl Lane {
         let until = std::time::Instant::now() + crate::sync::SPIN;
         while std::time::Instant::now() < until {
             if let Ok(state) = self.state.try_lock() {
-                if !state.items.is_empty() || state.shutdown {
+                if state.runnable() || state.shutdown {
                     return;
                 }
             }
@@ -197,7 +226,11 @@ impl Lane {
         guard(&self.state).shutdown
     }
 
-    fn execute(&self, id: u64, device: &CpuDevice, item: WorkItem) {
+    /// Runs one item: `inline` when the submitting thread runs it on an idle,
+    /// unheld lane (see [`Lane::try_run_inline`]), which then neither waits
+    /// for holds nor can find its executor shut down (the submitter holds a
+    /// handle on it).
+    fn execute(&self, id: u64, device: &CpuDevice, item: WorkItem, inline: bool) {
         if !item.core.start() {
             // Cancelled while queued: teardown is accounted for; tell the peers.
             item.abort("it was cancelled before it started");
@@ -208,7 +241,7 @@ impl Lane {
             operation,
             work: Work { body, abort },
         } = item;
-        let fault = if self.fault_next.swap(false, Ordering::SeqCst) {
+        let fault = if take_flag(&self.fault_next) {
             let error = CpuError::InjectedFault {
                 operation,
                 executor: id,
@@ -221,8 +254,10 @@ impl Lane {
         } else {
             None
         };
-        self.wait_while_held(&core);
-        if self.is_shut_down() {
+        if !inline {
+            self.wait_while_held(&core);
+        }
+        if !inline && self.is_shut_down() {
             self.abandon(id, device, &core, operation);
             if let Some(abort) = abort {
                 abort("its executor was destroyed");
@@ -271,13 +306,70 @@ impl Lane {
     }
 
     fn push(&self, item: WorkItem) {
-        guard(&self.state).items.push_back(item);
-        self.wake.notify_one();
+        let mut state = guard(&self.state);
+        state.items.push_back(item);
+        let sleeping = state.sleeping;
+        drop(state);
+        if sleeping {
+            self.wake.notify_one();
+        }
+    }
+
+    /// Runs `item` on the calling thread when the lane is idle (nothing
+    /// queued, nothing executing) and not held; otherwise hands it back to
+    /// be queued. The lane is busy while it runs, so concurrent submissions
+    /// queue behind it.
+    ///
+    /// A hold taken concurrently with this call may or may not keep the item
+    /// pending, as on the worker (which checks holds once the item started);
+    /// a hold taken before the submission always does.
+    fn try_run_inline(&self, id: u64, device: &CpuDevice, item: WorkItem) -> Result<(), WorkItem> {
+        if *guard(&self.holds) > 0 {
+            return Err(item);
+        }
+        {
+            let mut state = guard(&self.state);
+            if state.shutdown || state.busy || !state.items.is_empty() {
+                return Err(item);
+            }
+            state.busy = true;
+        }
+        let _busy = InlineRun(self);
+        self.execute(id, device, item, true);
+        Ok(())
+    }
+
+    /// Ends an inline run: the lane is idle again, and the worker is woken
+    /// when work queued meanwhile.
+    fn end_inline_run(&self) {
+        let mut state = guard(&self.state);
+        state.busy = false;
+        let wake = state.sleeping && !state.items.is_empty();
+        drop(state);
+        if wake {
+            self.wake.notify_one();
+        }
     }
 
     fn shutdown(&self) {
         guard(&self.state).shutdown = true;
         self.wake.notify_all();
+    }
+}
+
+/// Clears an instrument's flag, saying whether it was set (a plain read
+/// first: the flag is almost never set, and the read is cheaper than a swap).
+fn take_flag(flag: &AtomicBool) -> bool {
+    flag.load(Ordering::SeqCst) && flag.swap(false, Ordering::SeqCst)
+}
+
+/// An inline run in progress; dropping it (even while unwinding from a
+/// panicking destructor of a released value) ends the run.
+struct InlineRun<'a>(&'a Lane);
+
+impl Drop for InlineRun<'_> {
+    fn drop(&mut self) {
+        self.0.end_inline_run();
     }
 }
 
@@ -321,6 +413,11 @@ impl Drop for ExecShared {
 }
 
 /// A CPU executor: one worker thread with a FIFO queue.
+///
+/// Work that cannot block, submitted while the lane is idle and not held,
+/// runs on the submitting thread instead, in the same order (see the
+/// module documentation of `executor`): its completion is then already
+/// complete when the submission returns.
 ///
 /// Also the tensor context of the CPU backend. Cloning shares the lane;
 /// [`eredu_runtime::backend::SubmissionBackend::fork_executors`] makes new lanes.
@@ -405,15 +502,24 @@ impl CpuExecutor {
         &self,
         operation: &'static str,
         kind: WorkKind,
+        retained: Vec<Retained>,
+        build: impl FnOnce() -> Work,
+    ) -> Result<CpuCompletion, CpuError> {
+        self.dispatch(operation, kind, Dispatch::Queue, retained, build)
+    }
+
+    /// [`CpuExecutor::enqueue`], choosing how the work reaches the lane:
+    /// work that cannot block may run inline (see the module documentation).
+    pub(crate) fn dispatch(
+        &self,
+        operation: &'static str,
+        kind: WorkKind,
+        dispatch: Dispatch,
         mut retained: Vec<Retained>,
         build: impl FnOnce() -> Work,
     ) -> Result<CpuCompletion, CpuError> {
         let device = &self.shared.device;
-        let fail = self
-            .shared
-            .lane
-            .fail_next_submission
-            .swap(false, Ordering::SeqCst);
+        let fail = take_flag(&self.shared.lane.fail_next_submission);
         let refused = CpuError::InjectedFault {
             operation,
             executor: self.shared.id,
@@ -438,6 +544,20 @@ impl CpuExecutor {
                 item,
             }));
         }
+        let item = match dispatch {
+            // A refused submission (SUB-4 defect) leaves its work queued.
+            Dispatch::Inline if !fail => {
+                match self
+                    .shared
+                    .lane
+                    .try_run_inline(self.shared.id, device, item)
+                {
+                    Ok(()) => return Ok(completion),
+                    Err(item) => item,
+                }
+            }
+            _ => item,
+        };
         self.shared.lane.push(item);
         if fail {
             // SUB-4 defect: the work is live, but the caller is told it was never submitted.
@@ -445,6 +565,17 @@ impl CpuExecutor {
         }
         Ok(completion)
     }
+}
+
+/// How a submission reaches its lane.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Dispatch {
+    /// Always through the queue, to the worker thread.
+    Queue,
+    /// The work cannot block: it waits for no unpublished or lazy value and
+    /// for no peer, and reads only values already on the host. It runs on
+    /// the submitting thread when its lane is idle and not held.
+    Inline,
 }
 
 /// Whether work is rank-local or communicates with peers.
@@ -503,5 +634,124 @@ impl std::fmt::Debug for Hold {
         f.debug_struct("Hold")
             .field("released", &self.released)
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Inline execution keeps every obligation of queued work.
+
+    use eredu_core::{
+        BoundedCompletion, BoundedCompletionOutcome, BoundedCompletionWait, Completion,
+        CompletionCancellationMode,
+    };
+    use eredu_runtime::backend::{CommunicationBackend, SumReductionBackend};
+
+    use crate::{CpuBackend, CpuDevice, CpuError};
+
+    fn local(executor: &super::CpuExecutor, value: &crate::CpuTensor) -> crate::CpuCompletion {
+        CpuBackend::submit_local_dependencies([value], executor)
+            .expect("submits")
+            .completion
+    }
+
+    #[test]
+    fn settled_work_on_an_idle_lane_is_complete_at_return() {
+        let device = CpuDevice::new();
+        let executor = device.executor();
+        let value = device.tensor(&[1.0, 2.0], &[2]).unwrap();
+        let completion = local(&executor, &value);
+        assert_eq!(completion.is_complete(), Ok(true));
+        assert!(completion.resources_releasable());
+        assert_eq!(device.ledger().pending_work, 0);
+        let group = device.group(1).unwrap().remove(0);
+        let sum = CpuBackend::all_reduce_sum(value.clone(), &group, &executor).unwrap();
+        assert_eq!(sum.completion.is_complete(), Ok(true));
+        assert_eq!(sum.output.read_materialised(), Some(vec![1.0, 2.0]));
+        assert_ne!(sum.output.storage_id(), value.storage_id());
+    }
+
+    #[test]
+    fn a_held_lane_keeps_settled_work_pending_and_retained() {
+        let device = CpuDevice::new();
+        let executor = device.executor();
+        let group = device.group(1).unwrap().remove(0);
+        let hold = executor.hold();
+        let value = device.tensor(&[1.0, 2.0], &[2]).unwrap();
+        let id = value.storage_id();
+        let completion = local(&executor, &value);
+        let sum = CpuBackend::all_reduce_sum(value, &group, &executor).unwrap();
+        let output = sum.output.storage_id();
+        drop((sum.output, group));
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        assert_eq!(completion.is_complete(), Ok(false));
+        assert_eq!(sum.completion.is_complete(), Ok(false));
+        assert!(!completion.resources_releasable());
+        assert!(device.storage_live(id) && device.storage_live(output));
+        assert_eq!(device.ledger().groups, 1);
+        hold.release();
+        completion.wait().unwrap();
+        sum.completion.wait().unwrap();
+        for observer in [completion.observer(), sum.completion.observer()] {
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+            while !observer.observe().released && std::time::Instant::now() < deadline {
+                std::thread::yield_now();
+            }
+        }
+        assert!(!device.storage_live(id) && !device.storage_live(output));
+        assert_eq!(device.ledger().groups, 0);
+    }
+
+    #[test]
+    fn settled_work_queues_behind_busy_lanes_in_order() {
+        let device = CpuDevice::new();
+        let executor = device.executor();
+        let hold = executor.hold();
+        let value = device.tensor(&[1.0], &[1]).unwrap();
+        let first = local(&executor, &value);
+        drop(hold);
+        // The lane may still be busy with `first`: whatever runs `second`
+        // (the worker or this thread), it completes after `first`.
+        let second = local(&executor, &value);
+        second.wait().unwrap();
+        assert_eq!(first.is_complete(), Ok(true));
+    }
+
+    #[test]
+    fn an_injected_fault_fails_inline_work_for_good() {
+        let device = CpuDevice::new();
+        let executor = device.executor();
+        let value = device.tensor(&[1.0], &[1]).unwrap();
+        executor.inject_fault();
+        let completion = local(&executor, &value);
+        assert!(matches!(
+            completion.wait(),
+            Err(CpuError::InjectedFault { .. })
+        ));
+        assert!(matches!(
+            completion.wait(),
+            Err(CpuError::InjectedFault { .. })
+        ));
+        let group = device.group(1).unwrap().remove(0);
+        executor.inject_fault();
+        let sum = CpuBackend::all_reduce_sum(value.clone(), &group, &executor).unwrap();
+        assert!(matches!(
+            sum.completion.is_complete(),
+            Err(CpuError::InjectedFault { .. })
+        ));
+        assert_eq!(sum.output.read_materialised(), None);
+        let policy = BoundedCompletionWait::new(
+            std::time::Duration::from_millis(10),
+            CompletionCancellationMode::NativeCancel,
+        )
+        .unwrap();
+        assert!(sum.completion.wait_bounded(policy).is_err());
+        // The next submission is unaffected.
+        let completion = local(&executor, &value);
+        assert_eq!(
+            completion.wait_bounded(policy),
+            Ok(BoundedCompletionOutcome::Completed)
+        );
+        assert_eq!(device.ledger().pending_work, 0);
     }
 }

@@ -121,6 +121,13 @@ impl Storage {
         matches!(&*self.cell(), Cell::Ready(_))
     }
 
+    /// Whether the value is final: on the host, or failed for good. Reading
+    /// or evaluating a settled value never computes, waits or blocks (a
+    /// settled cell never changes again).
+    pub(crate) fn is_settled(&self) -> bool {
+        matches!(&*self.cell(), Cell::Ready(_) | Cell::Failed(_))
+    }
+
     /// Publishes the result of communication work.
     pub(crate) fn publish(&self, result: Result<Values, CpuError>) {
         *self.cell() = match result {

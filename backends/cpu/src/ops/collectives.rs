@@ -15,11 +15,12 @@ use eredu_runtime::backend::{
 };
 use eredu_runtime::CommunicationPeerCounts;
 
-use super::{reach, Retention};
+use super::reach;
 use crate::completion::CpuCompletion;
+use crate::core::Retained;
 use crate::defect::Defect;
 use crate::error::CpuError;
-use crate::executor::{CpuExecutor, Work, WorkCtx, WorkKind};
+use crate::executor::{CpuExecutor, Dispatch, Work, WorkCtx, WorkKind};
 use crate::group::{Contribution, CpuGroup, GroupMember};
 use crate::layout::{concat_axis, slice_axis, AxisView};
 use crate::tensor::{CpuTensor, Storage, Values};
@@ -61,6 +62,12 @@ impl Collective {
     }
 
     /// Queues the collective; returns its output tensor (if any) and completion.
+    ///
+    /// On a group of one member the rendezvous has no peer to meet: the
+    /// member's contribution is all there is (see [`run_collective`]). With
+    /// a settled input (or none) such work cannot block either (its input
+    /// needs no computing), so it may run inline on an idle lane (see
+    /// [`crate::executor`]).
     fn submit(
         self,
         group: &CpuGroup,
@@ -76,34 +83,57 @@ impl Collective {
             combine,
         } = self;
         let device = executor.device();
+        // A group of one has no peer to meet, so its rendezvous is skipped;
+        // it is kept under the RET-8 defect, the only way a group is ever
+        // fenced (the rendezvous fails the collectives of a fenced group),
+        // and for members that do not wait for their peers (other planted
+        // defects).
+        let alone = group.size() == 1 && waits && !device.has(Defect::LocalDepsFenceGroup);
+        let settled = input
+            .as_ref()
+            .is_none_or(|tensor| tensor.storage().is_settled());
+        let dispatch = if group.size() == 1 && settled {
+            Dispatch::Inline
+        } else {
+            Dispatch::Queue
+        };
         let retain_inputs = !device.has(Defect::CollectiveDropsResources);
         let retain_output = !device.has(Defect::OutputNotRetained);
-        let mut retention = Retention::default();
-        let input_storage: Option<(Weak<Storage>, Vec<i32>)> = input.as_ref().map(|tensor| {
-            (
-                retention.storage(tensor, retain_inputs),
-                tensor.dims().to_vec(),
-            )
-        });
         let output = output_shape.map(|shape| CpuTensor::pending(executor.ledger(), shape));
+        let held = Held {
+            input: input
+                .as_ref()
+                .filter(|_| retain_inputs)
+                .map(|tensor| Arc::clone(tensor.storage())),
+            output: output
+                .as_ref()
+                .filter(|_| retain_output)
+                .map(|tensor| Arc::clone(tensor.storage())),
+            group: retain_inputs.then(|| Arc::clone(&group.member)),
+        };
+        let input_storage: Option<(Weak<Storage>, Vec<i32>)> = input
+            .as_ref()
+            .map(|tensor| (Arc::downgrade(tensor.storage()), tensor.dims().to_vec()));
         let output_storage = output
             .as_ref()
-            .map(|tensor| retention.storage(tensor, retain_output));
-        let member = retention.keep(&group.member, retain_inputs);
+            .map(|tensor| Arc::downgrade(tensor.storage()));
+        let member = Arc::downgrade(&group.member);
+        let mut retained: Vec<Retained> = Vec::with_capacity(2);
+        retained.push(Box::new(held));
         if device.has(Defect::LocalDepsFenceGroup) {
             if let Ok(mut last) = executor.shared.last_group.lock() {
                 *last = Some(Arc::clone(&group.member));
             }
         }
         let group_member = Arc::clone(&group.member);
-        let completion = executor.enqueue(
+        let completion = executor.dispatch(
             operation,
             WorkKind::Communication,
-            retention.into_vec(),
+            dispatch,
+            retained,
             move || {
                 // The sequence number is taken only once the submission is admitted.
                 let seq = group_member.next_seq();
-                let (rendezvous, index) = group_member.rendezvous();
                 let body = Box::new(move |ctx: &WorkCtx<'_>| {
                     let result = run_collective(
                         ctx,
@@ -112,13 +142,17 @@ impl Collective {
                         &member,
                         input_storage,
                         meta,
-                        (waits, symmetric),
+                        Shape {
+                            waits,
+                            symmetric,
+                            alone,
+                        },
                         combine,
                     );
                     if let Some(weak) = &output_storage {
                         let storage = reach(weak, operation, "output storage")?;
                         let published = result.clone().and_then(|values| {
-                            values.ok_or(CpuError::NotMaterialised {
+                            values.ok_or_else(|| CpuError::NotMaterialised {
                                 storage: storage.id().value(),
                                 reason: "the collective produced no value".into(),
                             })
@@ -127,18 +161,48 @@ impl Collective {
                     }
                     result.map(drop)
                 });
-                let abort: crate::executor::Abort =
-                    Box::new(move |reason: &str| rendezvous.abort(seq, index, reason));
-                Work {
-                    body,
-                    abort: Some(abort),
-                }
+                // A member alone has no peer to tell that it never took part.
+                let abort = (!alone).then(|| {
+                    let (rendezvous, index) = group_member.rendezvous();
+                    let abort: crate::executor::Abort =
+                        Box::new(move |reason: &str| rendezvous.abort(seq, index, reason));
+                    abort
+                });
+                Work { body, abort }
             },
         )?;
         Ok((output, completion))
     }
 }
 
+/// What a collective's completion retains (RET-3, RET-5): its input and
+/// output storages and its group member, in one allocation. A planted defect
+/// leaves some out; the body reaches them only through weak references.
+struct Held {
+    #[allow(dead_code, reason = "held for its lifetime")]
+    input: Option<Arc<Storage>>,
+    #[allow(dead_code, reason = "held for its lifetime")]
+    output: Option<Arc<Storage>>,
+    #[allow(dead_code, reason = "held for its lifetime")]
+    group: Option<Arc<GroupMember>>,
+}
+
+/// How one member takes part in a collective.
+#[derive(Debug, Clone, Copy)]
+struct Shape {
+    /// Whether the member waits for its peers (false only under planted defects).
+    waits: bool,
+    /// Whether every member's output is the same (computed once, shared).
+    symmetric: bool,
+    /// The group has this member only, and no planted defect needs its
+    /// rendezvous: the contributions are this member's alone.
+    alone: bool,
+}
+
+/// One member's part of a collective: evaluate the input, meet the peers,
+/// combine. A member `alone` in its group meets nobody: the rendezvous of
+/// one member would gather its own contribution at once (an injected fault
+/// fails it all the same, and there is no peer to tell).
 #[allow(
     clippy::too_many_arguments,
     reason = "the pieces of one queued collective"
@@ -150,7 +214,11 @@ fn run_collective(
     member: &Weak<GroupMember>,
     input: Option<(Weak<Storage>, Vec<i32>)>,
     meta: Vec<usize>,
-    (waits, symmetric): (bool, bool),
+    Shape {
+        waits,
+        symmetric,
+        alone,
+    }: Shape,
     combine: Combine,
 ) -> Result<Option<Values>, CpuError> {
     let member = reach(member, operation, "communication group")?;
@@ -174,6 +242,12 @@ fn run_collective(
         shape,
         meta,
     };
+    if alone {
+        if let Some(fault) = ctx.fault() {
+            return Err(fault.clone());
+        }
+        return combine(std::slice::from_ref(&contribution), member.member()).map(Some);
+    }
     let all = member.exchange(seq, contribution, ctx, operation, waits)?;
     if let Some(odd) = all
         .contributions
@@ -219,9 +293,11 @@ fn agree<T: PartialEq + std::fmt::Debug>(
     what: &str,
     key: impl Fn(&Contribution) -> T,
 ) -> Result<(), CpuError> {
-    let Some(first) = all.first().map(&key) else {
+    // No member, or a lone one that agrees with itself: nothing to compute.
+    if all.len() < 2 {
         return Ok(());
-    };
+    }
+    let first = key(&all[0]);
     match all.iter().position(|c| key(c) != first) {
         Some(member) => Err(CpuError::MemberMismatch {
             operation,
@@ -254,10 +330,9 @@ fn sum(members: &[Contribution], recycled: Option<Values>) -> Values {
     let Some(buffer) = Arc::get_mut(&mut total) else {
         return total; // unreachable: a fresh Arc is unique
     };
-    let threads = std::thread::available_parallelism()
-        .map_or(1, usize::from)
-        .min(2);
-    if threads < 2 || len < PARALLEL_FROM {
+    // `available_parallelism` reads the scheduler's and cgroup's limits (a
+    // few system calls): only large outputs ask.
+    if len < PARALLEL_FROM || std::thread::available_parallelism().map_or(1, usize::from) < 2 {
         sum_into(buffer, 0, members);
         return total;
     }
@@ -353,7 +428,7 @@ fn submission(
     (output, completion): (Option<CpuTensor>, CpuCompletion),
     operation: &'static str,
 ) -> Result<Submission<CpuTensor, CpuCompletion>, CpuError> {
-    let output = output.ok_or(CpuError::invalid(operation, "an output", "none"))?;
+    let output = output.ok_or_else(|| CpuError::invalid(operation, "an output", "none"))?;
     Ok(Submission { output, completion })
 }
 
@@ -371,6 +446,11 @@ impl SumReductionBackend for CpuBackend {
             OP,
             Box::new(move |all, _| {
                 same_shapes(OP, all)?;
+                if let [alone] = all {
+                    // The sum over one member is its input, bit for bit:
+                    // share the (immutable) values instead of copying them.
+                    return Ok(Arc::clone(&alone.values));
+                }
                 let members = if skip_last && all.len() > 1 {
                     &all[..all.len() - 1]
                 } else {
@@ -701,7 +781,7 @@ impl FailureAgreementBackend for CpuBackend {
 
     fn resolve_failure_agreement(output: CpuAgreement) -> Result<bool, CpuError> {
         let value = output.result.lock().ok().and_then(|result| *result);
-        value.ok_or(CpuError::NotMaterialised {
+        value.ok_or_else(|| CpuError::NotMaterialised {
             storage: 0,
             reason: "the failure agreement has not completed".into(),
         })

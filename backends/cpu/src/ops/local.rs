@@ -10,13 +10,17 @@ use super::{reach, Retention};
 use crate::completion::CpuCompletion;
 use crate::defect::Defect;
 use crate::error::CpuError;
-use crate::executor::{CpuExecutor, Work, WorkCtx, WorkKind, CANCEL_POLL};
+use crate::executor::{CpuExecutor, Dispatch, Work, WorkCtx, WorkKind, CANCEL_POLL};
 use crate::group::CpuGroup;
 use crate::route::CpuRoute;
 use crate::tensor::{CpuTensor, Storage};
 use crate::CpuBackend;
 
 /// Queues evaluation of `values` on `executor`, retaining their storages (RET-1).
+///
+/// When every value is settled (on the host or failed: nothing to compute or
+/// to wait for), the work cannot block and may run inline on an idle lane
+/// (see [`crate::executor`]).
 fn local_work<'a>(
     operation: &'static str,
     executor: &CpuExecutor,
@@ -26,13 +30,22 @@ fn local_work<'a>(
     let device = executor.device();
     let retain_inputs = !device.has(Defect::LocalWorkDropsInputs);
     let mut retention = Retention::default();
+    let mut settled = true;
     let storages: Vec<Weak<Storage>> = values
         .into_iter()
-        .map(|tensor| retention.storage(tensor, retain_inputs))
+        .map(|tensor| {
+            settled = settled && tensor.storage().is_settled();
+            retention.storage(tensor, retain_inputs)
+        })
         .collect();
     let hang_when_empty = storages.is_empty()
         && operation == "submit_local_dependencies"
         && device.has(Defect::EmptyLocalDepsHang);
+    let dispatch = if (settled || !evaluate) && !hang_when_empty {
+        Dispatch::Inline
+    } else {
+        Dispatch::Queue
+    };
     let fenced = fenced_group(executor);
     if let Some(group) = &fenced {
         retention.keep(&group.member, true);
@@ -54,9 +67,13 @@ fn local_work<'a>(
         }
         Ok(())
     });
-    let completion = executor.enqueue(operation, WorkKind::Local, retention.into_vec(), || {
-        Work::local(body)
-    })?;
+    let completion = executor.dispatch(
+        operation,
+        WorkKind::Local,
+        dispatch,
+        retention.into_vec(),
+        || Work::local(body),
+    )?;
     Ok(completion.with_fenced_group(fenced.map(|group| group.member)))
 }
 

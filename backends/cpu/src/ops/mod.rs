@@ -20,9 +20,18 @@ use crate::error::CpuError;
 use crate::tensor::{CpuTensor, Storage};
 
 /// The resources one submission's completion retains.
-#[derive(Default)]
 pub(crate) struct Retention {
     retained: Vec<Retained>,
+}
+
+impl Default for Retention {
+    /// Room for the usual retention (inputs, output, group) and the executor
+    /// that [`crate::executor::CpuExecutor::dispatch`] adds, in one allocation.
+    fn default() -> Self {
+        Self {
+            retained: Vec::with_capacity(4),
+        }
+    }
 }
 
 impl Retention {
