@@ -4,13 +4,17 @@
 //! `SubmissionBackend`, `CommunicationBackend` and all eight operation traits
 //! of `eredu_runtime::backend` for real:
 //!
-//! - an executor ([`CpuExecutor`]) is a worker thread with a FIFO queue;
-//! - a communication group ([`CpuGroup`]) is an in-process rendezvous of `n`
-//!   ranks in member order, so a member that has not joined keeps a collective
-//!   pending for real (the *late peer*);
+//! - an executor ([`CpuExecutor`]) is a worker thread with a FIFO queue; work
+//!   that cannot block (its inputs are on the host, a group of one) submitted
+//!   to an idle, unheld lane runs inline on the submitting thread, in order;
+//! - a communication group ([`CpuGroup`]) is a rendezvous of `n` ranks in
+//!   member order, so a member that has not joined keeps a collective pending
+//!   for real (the *late peer*); its members are threads of one process, or
+//!   one per process of a launch ([`CpuDevice::spanning`] over a [`Fabric`]);
 //! - a route ([`CpuRoute`]) is a directed mailbox whose messages carry each
-//!   value's in-band header together with its payload; the receiver compares
-//!   the received header bytes with its expected `header()`;
+//!   value's in-band header together with its payload, in one native message
+//!   (one frame between processes); the receiver compares the received header
+//!   bytes with its expected `header()`;
 //! - a completion ([`CpuCompletion`]) owns every retained resource until exact
 //!   completion or `NativeCancel` teardown; errors are sticky; both
 //!   cancellation modes are honoured (NativeCancel cooperatively, with teardown
