@@ -150,3 +150,26 @@ fn waiters_are_woken_by_every_change() {
         }
     });
 }
+
+/// Work complete at submission is terminal and released from the start: a
+/// value to retain is handed back at once, a cancellation finds the work
+/// terminal, and a wait returns at once.
+#[test]
+fn completed_at_birth() {
+    loom::model(|| {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let core = Arc::new(Core::completed());
+        let seen = core.wait_for(None, |seen| seen.released);
+        assert_eq!(seen.phase, Phase::Completed);
+        assert!(seen.error.is_none());
+        let handed_back = core
+            .retain(counted(&drops))
+            .expect_err("terminal work retains nothing");
+        drop(handed_back);
+        assert_eq!(drops.load(Ordering::SeqCst), 1);
+        assert!(matches!(
+            core.request_cancel("model"),
+            CancelRequest::AlreadyTerminal
+        ));
+    });
+}

@@ -114,6 +114,25 @@ impl Core {
         }
     }
 
+    /// Work that was exactly complete when it was submitted (it had nothing
+    /// left to do, see [`crate::executor`]): `Completed` and released from
+    /// the start, retaining nothing.
+    pub fn completed() -> Self {
+        Self {
+            inner: Mutex::new(Inner {
+                phase: Phase::Completed,
+                error: None,
+                cancel_requested: false,
+                quarantined: false,
+                released: true,
+                deadline_passed: false,
+                retained: Vec::new(),
+                waiters: 0,
+            }),
+            changed: Condvar::new(),
+        }
+    }
+
     /// Releases the lock after a change of state, waking the threads blocked
     /// in [`Core::wait_for`], if any. A waiter registers under the lock before
     /// it blocks, so none can miss the change.

@@ -12,6 +12,17 @@
 //! concurrently queues behind it and FIFO order is kept. A held lane, a busy
 //! lane or a lane with queued work always queues: the hold instrument keeps
 //! work pending exactly as before.
+//!
+//! # Work with nothing left to do
+//! Work that would do nothing at all (local work whose values are all on the
+//! host already; a sum over a group of one member of a value on the host)
+//! does not even run inline on an idle lane: it is complete at submission
+//! ([`CpuExecutor::complete_at_once`]), with a completion born `Completed`
+//! that retains nothing (the caller holds every resource the work names
+//! until the submission returns). This applies only when the lane is idle as
+//! above and no instrument is armed (no injected fault, no submission
+//! refusal), and never on a device with a planted defect: every defect acts
+//! on the queued or inline path, which such work then takes as before.
 
 use std::collections::VecDeque;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -339,6 +350,22 @@ impl Lane {
         Ok(())
     }
 
+    /// Whether work submitted now would run inline and unhindered: nothing
+    /// queued or executing, not shut down, no hold taken, and no fault or
+    /// submission refusal armed. Like a hold, an instrument armed by another
+    /// thread concurrently with a submission may or may not apply to it; one
+    /// armed before the submission always does.
+    fn idle(&self) -> bool {
+        if self.fault_next.load(Ordering::SeqCst)
+            || self.fail_next_submission.load(Ordering::SeqCst)
+            || *guard(&self.holds) > 0
+        {
+            return false;
+        }
+        let state = guard(&self.state);
+        !state.shutdown && !state.busy && state.items.is_empty()
+    }
+
     /// Ends an inline run: the lane is idle again, and the worker is woken
     /// when work queued meanwhile.
     fn end_inline_run(&self) {
@@ -492,6 +519,22 @@ impl CpuExecutor {
             .lane
             .fail_next_submission
             .store(true, Ordering::SeqCst);
+    }
+
+    /// The completion of work with nothing left to do (see the module
+    /// documentation), complete at once: `None` unless the lane is idle and
+    /// the device has no planted defect, in which case the work must be
+    /// submitted through [`CpuExecutor::dispatch`] instead.
+    pub(crate) fn complete_at_once(&self, operation: &'static str) -> Option<CpuCompletion> {
+        let device = &self.shared.device;
+        if device.defect().is_some() || !self.shared.lane.idle() {
+            return None;
+        }
+        Some(CpuCompletion::new(
+            Arc::new(Core::completed()),
+            device.clone(),
+            operation,
+        ))
     }
 
     /// Queues native work. `retained` lives until the work is terminal; the
@@ -753,5 +796,45 @@ mod tests {
             Ok(BoundedCompletionOutcome::Completed)
         );
         assert_eq!(device.ledger().pending_work, 0);
+    }
+
+    #[test]
+    fn work_with_nothing_to_do_is_complete_at_submission_unless_instrumented() {
+        let device = CpuDevice::new();
+        let executor = device.executor();
+        let group = device.group(1).unwrap().remove(0);
+        let value = device.tensor(&[1.0, 2.0], &[2]).unwrap();
+        let completion = local(&executor, &value);
+        let seen = completion.observer().observe();
+        assert!(seen.phase == crate::Phase::Completed && seen.released);
+        let sum = CpuBackend::all_reduce_sum(value.clone(), &group, &executor).unwrap();
+        assert!(sum.completion.observer().observe().released);
+        let output = sum.output.storage_id();
+        assert_ne!(output, value.storage_id());
+        assert_eq!(sum.output.read_materialised(), Some(vec![1.0, 2.0]));
+        drop(sum.output);
+        assert!(!device.storage_live(output));
+        // An armed submission refusal still refuses it, and only it.
+        executor.fail_next_submission();
+        assert!(matches!(
+            CpuBackend::submit_local_dependencies([&value], &executor),
+            Err(CpuError::InjectedFault { .. })
+        ));
+        executor.fail_next_submission();
+        assert!(CpuBackend::all_reduce_sum(value.clone(), &group, &executor).is_err());
+        assert_eq!(local(&executor, &value).is_complete(), Ok(true));
+        assert_eq!(device.ledger().pending_work, 0);
+    }
+
+    #[test]
+    fn a_device_with_a_defect_never_completes_work_at_submission() {
+        // RET-7: what completed work retained is leaked, so it was retained.
+        let device = CpuDevice::with_defect(crate::Defect::LeakRetained);
+        let executor = device.executor();
+        let value = device.tensor(&[1.0], &[1]).unwrap();
+        let id = value.storage_id();
+        local(&executor, &value).wait().unwrap();
+        drop(value);
+        assert!(device.storage_live(id));
     }
 }

@@ -104,6 +104,14 @@ impl Storage {
         }
     }
 
+    /// The shared values if they are on the host already; never evaluates.
+    pub(crate) fn ready_values(&self) -> Option<Values> {
+        match &*self.cell() {
+            Cell::Ready(values) => Some(Arc::clone(values)),
+            _ => None,
+        }
+    }
+
     /// Values if they are on the host already; never evaluates.
     pub(crate) fn peek(&self) -> Option<Vec<f32>> {
         match &*self.cell() {
@@ -189,6 +197,15 @@ impl CpuTensor {
             shape: shape.to_vec(),
             storage: Storage::new(ledger, Cell::Ready(Arc::new(values))),
         })
+    }
+
+    /// Creates a materialised tensor on a new storage that shares `values`
+    /// (immutable once on the host) with another storage, without copying.
+    pub(crate) fn sharing(ledger: &Arc<Ledger>, shape: Vec<i32>, values: Values) -> Self {
+        Self {
+            shape,
+            storage: Storage::new(ledger, Cell::Ready(values)),
+        }
     }
 
     /// Creates a tensor whose values are computed on first evaluation.

@@ -439,6 +439,22 @@ impl SumReductionBackend for CpuBackend {
         executor: &CpuExecutor,
     ) -> Result<Submission<CpuTensor, CpuCompletion>, CpuError> {
         const OP: &str = "all_reduce_sum";
+        if group.size() == 1 {
+            if let Some(values) = value.storage().ready_values() {
+                // The sum over one member of a value on the host is that
+                // value, bit for bit: nothing to do, so on an idle lane it is
+                // complete at once (see `crate::executor`), its output a new
+                // storage sharing the (immutable) values.
+                if let Some(completion) = executor.complete_at_once(OP) {
+                    // Numbered like any collective on the group, whichever
+                    // path it takes.
+                    group.member.next_seq();
+                    let output =
+                        CpuTensor::sharing(executor.ledger(), value.dims().to_vec(), values);
+                    return Ok(Submission { output, completion });
+                }
+            }
+        }
         let shape = value.dims().to_vec();
         let skip_last = executor.device().has(Defect::SumSkipsLastMember);
         let recycle = group.member.rendezvous().0;

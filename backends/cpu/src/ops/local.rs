@@ -18,15 +18,22 @@ use crate::CpuBackend;
 
 /// Queues evaluation of `values` on `executor`, retaining their storages (RET-1).
 ///
-/// When every value is settled (on the host or failed: nothing to compute or
-/// to wait for), the work cannot block and may run inline on an idle lane
-/// (see [`crate::executor`]).
+/// When every value is on the host there is nothing to do: on an idle lane
+/// the work is complete at once. When every value is settled (on the host or
+/// failed: nothing to compute or to wait for), the work cannot block and may
+/// run inline on an idle lane (see [`crate::executor`]).
 fn local_work<'a>(
     operation: &'static str,
     executor: &CpuExecutor,
     values: impl IntoIterator<Item = &'a CpuTensor>,
     evaluate: bool,
 ) -> Result<CpuCompletion, CpuError> {
+    let values: Vec<&CpuTensor> = values.into_iter().collect();
+    if values.iter().all(|tensor| tensor.is_materialised()) {
+        if let Some(completion) = executor.complete_at_once(operation) {
+            return Ok(completion);
+        }
+    }
     let device = executor.device();
     let retain_inputs = !device.has(Defect::LocalWorkDropsInputs);
     let mut retention = Retention::default();
