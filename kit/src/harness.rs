@@ -363,6 +363,20 @@ pub trait Harness: Send + Sync + Sized + 'static {
     /// The rank's tensor context.
     fn context<'r>(&self, rank: &'r Self::Rank) -> &'r TensorContext<Self>;
 
+    /// The tensor context whose work runs on `executor`, for a backend that
+    /// places work by the context its tensors were built on rather than by
+    /// the executor they are submitted to (MLX: a stream is both). The kit
+    /// builds the lazy work it submits on an executor there, so that a lane
+    /// it keeps busy (EXC-4, SUB-1, SUB-3, RET-2) is that executor's.
+    /// `None` (the default): lazy work is built on [`Harness::context`].
+    fn context_on<'r>(
+        &self,
+        _rank: &'r Self::Rank,
+        _executor: &'r Executor<Self>,
+    ) -> Option<&'r TensorContext<Self>> {
+        None
+    }
+
     /// The rank's handle on the world's communication group.
     fn group<'r>(&self, rank: &'r Self::Rank) -> &'r Group<Self>;
 

@@ -32,7 +32,7 @@ use std::time::{Duration, Instant};
 use eredu_runtime::backend::SubmissionBackend;
 
 use crate::check::{slack, Finding};
-use crate::harness::{Backend, Harness, Tensor};
+use crate::harness::{Backend, Executor, Harness, Tensor, TensorContext};
 use crate::matrix::Handle;
 use crate::runner::results::Calibration;
 use crate::world::RankCtx;
@@ -48,8 +48,12 @@ const BUDGET: Duration = Duration::from_secs(30);
 /// Longest chain calibration builds.
 const MAX_CHAIN: usize = 512;
 
-/// Largest matrix side calibration uses.
-const MAX_SIZE: usize = 512;
+/// Largest matrix side calibration uses. Large enough that a fast backend
+/// reaches [`TARGET`] with a short chain: a backend may throttle a long
+/// chain of small products inside the submitting call (MLX waits there once
+/// about a hundred dispatches are in flight), which would spend the pending
+/// window before `submit` returns. A 2048×2048 `f32` matrix is 16 MiB.
+const MAX_SIZE: usize = 2048;
 
 /// Longest run of products in one segment of a chain.
 const SEGMENT: usize = 16;
@@ -104,7 +108,13 @@ struct Chain<H: Harness> {
     built: Duration,
 }
 
-fn build<H: Harness>(ctx: &RankCtx<'_, H>, size: usize, chain: usize) -> Result<Chain<H>, String> {
+/// Builds a chain on `context`.
+fn build<H: Harness>(
+    ctx: &RankCtx<'_, H>,
+    context: &TensorContext<H>,
+    size: usize,
+    chain: usize,
+) -> Result<Chain<H>, String> {
     let started = Instant::now();
     let entry = 1.0 / size as f32;
     let factor = ctx
@@ -112,7 +122,7 @@ fn build<H: Harness>(ctx: &RankCtx<'_, H>, size: usize, chain: usize) -> Result<
         .tensor(ctx.state(), &vec![entry; size * size], &[size, size])
         .map_err(|error| format!("making a {size}x{size} tensor failed: {error}"))?;
     let matmul = |lhs: &Tensor<H>| {
-        eredu_nn::Tensor::matmul(lhs, &factor, ctx.context())
+        eredu_nn::Tensor::matmul(lhs, &factor, context)
             .map_err(|error| format!("{OPERATION} of {size}x{size} tensors failed: {error}"))
     };
     // Segments of at most SEGMENT products, summed in a balanced tree, so the
@@ -134,7 +144,7 @@ fn build<H: Harness>(ctx: &RankCtx<'_, H>, size: usize, chain: usize) -> Result<
         let mut pairs = parts.into_iter();
         while let Some(first) = pairs.next() {
             next.push(match pairs.next() {
-                Some(second) => eredu_nn::Tensor::add(&first, &second, ctx.context())
+                Some(second) => eredu_nn::Tensor::add(&first, &second, context)
                     .map_err(|error| format!("add of {size}x{size} tensors failed: {error}"))?,
                 None => first,
             });
@@ -156,7 +166,7 @@ fn measure<H: Harness>(
     size: usize,
     chain: usize,
 ) -> Result<Duration, String> {
-    let built = build(ctx, size, chain)?;
+    let built = build(ctx, ctx.context(), size, chain)?;
     let submitting = Instant::now();
     let completion = Backend::<H>::submit(ctx.executor(), [&built.tensor])
         .map(Handle::<H>::Plain)
@@ -224,15 +234,21 @@ pub(crate) struct Heavy<H: Harness> {
     pub(crate) takes: Duration,
 }
 
-/// Builds lazy work for `ctx`'s attempt (each retry doubles it), or
-/// `NotSupported` with the calibration's reason.
-pub(crate) fn heavy<H: Harness>(ctx: &RankCtx<'_, H>) -> Result<Heavy<H>, Finding> {
-    heavier(ctx, 1)
+/// Builds lazy work to submit on `executor` for `ctx`'s attempt (each retry
+/// doubles it), or `NotSupported` with the calibration's reason. It is built
+/// on the executor's own context where the harness names one
+/// ([`Harness::context_on`]).
+pub(crate) fn heavy<H: Harness>(
+    ctx: &RankCtx<'_, H>,
+    executor: &Executor<H>,
+) -> Result<Heavy<H>, Finding> {
+    heavier(ctx, executor, 1)
 }
 
 /// [`heavy`] with `factor` times the work (to outlast other lazy work).
 pub(crate) fn heavier<H: Harness>(
     ctx: &RankCtx<'_, H>,
+    executor: &Executor<H>,
     factor: usize,
 ) -> Result<Heavy<H>, Finding> {
     let calibration = calibrated(ctx);
@@ -243,7 +259,7 @@ pub(crate) fn heavier<H: Harness>(
     }
     let scale = (1usize << ctx.attempt().min(4)) * factor.max(1);
     let chain = calibration.chain * scale;
-    let built = build(ctx, calibration.size, chain).map_err(|error| {
+    let built = build(ctx, ctx.context_on(executor), calibration.size, chain).map_err(|error| {
         Finding::NotSupported(format!(
             "no pending local work without the hold instrument: {error}"
         ))

@@ -291,6 +291,12 @@ pub struct RankCtx<'w, H: Harness> {
     attempt: u32,
     /// Late-peer rounds this rank has started (see `matrix::Pending`).
     pub(crate) rounds: std::cell::Cell<usize>,
+    /// Whether a bounded wait earlier in the case left this rank's
+    /// communication work unfinished (quarantined, cancelled or failed
+    /// while live): a backend may refuse new work on the group until that
+    /// work completes (eredu neither requires nor forbids such a fence), so
+    /// a refusal then blames no invariant (see `matrix::failed`).
+    pub(crate) fenced: std::cell::Cell<bool>,
 }
 
 impl<'w, H: Harness> RankCtx<'w, H> {
@@ -362,6 +368,14 @@ impl<'w, H: Harness> RankCtx<'w, H> {
     /// The rank's tensor context.
     pub fn context(&self) -> &TensorContext<H> {
         self.harness.context(&self.rank)
+    }
+
+    /// The tensor context for work to submit on `executor`: the harness's
+    /// [`Harness::context_on`], else the rank's own.
+    pub fn context_on<'a>(&'a self, executor: &'a Executor<H>) -> &'a TensorContext<H> {
+        self.harness
+            .context_on(&self.rank, executor)
+            .unwrap_or_else(|| self.context())
     }
 
     /// The world group, as seen from this rank.
@@ -645,6 +659,7 @@ pub(crate) fn run_ranks<H: Harness>(
                                     seed,
                                     attempt,
                                     rounds: std::cell::Cell::new(0),
+                                    fenced: std::cell::Cell::new(false),
                                 };
                                 script(&ctx)
                             }));

@@ -99,7 +99,7 @@ fn tear_down<H: Harness>(ctx: &RankCtx<'_, H>, joined: Vec<(usize, Handle<H>)>) 
         let abandoned = ctx.await_signal(&abandon(round), Duration::ZERO);
         let timeout = if abandoned { ABANDONED } else { slack::RELEASE };
         if let Ok(policy) = BoundedCompletionWait::new(timeout, teardown_mode::<H>()) {
-            let _ = completion.wait_bounded(policy);
+            let _ = completion.wait_bounded(ctx, policy);
         }
     }
 }

@@ -789,7 +789,7 @@ impl<'c, 'w, H: Harness> Runner<'c, 'w, H> {
         policy: BoundedCompletionWait,
     ) -> Result<(), Breach> {
         let started = Instant::now();
-        let outcome = completion.wait_bounded(policy);
+        let outcome = completion.wait_bounded(self.ctx, policy);
         let elapsed = started.elapsed();
         let who = self.describe(index);
         let mode = policy.cancellation();
@@ -1278,7 +1278,7 @@ impl<'c, 'w, H: Harness> Runner<'c, 'w, H> {
                     BoundedCompletionWait::new(Duration::from_millis(1), mode),
                 ) {
                     self.model.subs[index].handle = HandleState::Consumed;
-                    let _ = completion.wait_bounded(policy);
+                    let _ = completion.wait_bounded(self.ctx, policy);
                 }
             }
             self.finish_with(index);

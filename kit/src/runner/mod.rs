@@ -71,6 +71,10 @@ struct Attempt {
     message: Option<String>,
     /// The world sizes it ran on.
     worlds: Vec<usize>,
+    /// Whether it ended on a call that blocked (a [`WorldEnd::Blocked`]):
+    /// that call has not returned, so its thread may still hold what the
+    /// backend locks, and a retry in the same process would run into it.
+    blocked: bool,
 }
 
 /// Runs one world of a case: `(ranks, seed, limit, script, run)`, in this
@@ -87,6 +91,7 @@ fn attempt<H: Harness>(case: &Case<H>, seed: u64, run: &Run, worlds: Worlds<'_, 
                 verdict: Verdict::NotSupported,
                 message: Some(reason.clone()),
                 worlds: Vec::new(),
+                blocked: false,
             }
         }
     };
@@ -95,12 +100,14 @@ fn attempt<H: Harness>(case: &Case<H>, seed: u64, run: &Run, worlds: Worlds<'_, 
     for &ranks in &case.worlds {
         ran.push(ranks);
         let end = worlds(ranks, seed, limit, Arc::clone(&script), run);
+        let blocked = matches!(end, WorldEnd::Blocked { .. });
         let (verdict, message) = classify(case, ranks, end, limit, run);
         if verdict != Verdict::Pass {
             return Attempt {
                 verdict,
                 message,
                 worlds: ran,
+                blocked,
             };
         }
     }
@@ -108,6 +115,7 @@ fn attempt<H: Harness>(case: &Case<H>, seed: u64, run: &Run, worlds: Worlds<'_, 
         verdict: Verdict::Pass,
         message: None,
         worlds: ran,
+        blocked: false,
     }
 }
 
@@ -205,6 +213,8 @@ const INCONCLUSIVE_ATTEMPTS: u32 = 3;
 
 /// Runs one case in this process: one attempt; a retry for a timing check
 /// that failed; more attempts, each with more lazy work, while inconclusive.
+/// An attempt that ended on a blocked call is never retried (see
+/// [`Attempt::blocked`]).
 pub(crate) fn execute<H: Harness>(harness: &Arc<H>, case: &Case<H>, base: u64) -> CaseResult {
     execute_with(case, base, &|ranks, seed, limit, script, run| {
         run_world(Arc::clone(harness), ranks, seed, limit, script, run)
@@ -222,12 +232,15 @@ pub(crate) fn execute_with<H: Harness>(
     let mut run = Run::default();
     let mut tried = attempt(case, seed, &run, worlds);
     let mut attempts = 1;
-    while tried.verdict == Verdict::Inconclusive && attempts < INCONCLUSIVE_ATTEMPTS {
+    while tried.verdict == Verdict::Inconclusive
+        && !tried.blocked
+        && attempts < INCONCLUSIVE_ATTEMPTS
+    {
         run.attempt = attempts;
         tried = attempt(case, seed, &run, worlds);
         attempts += 1;
     }
-    if case.timing && tried.verdict == Verdict::Fail {
+    if case.timing && tried.verdict == Verdict::Fail && !tried.blocked {
         run.attempt = attempts;
         attempts += 1;
         let second = attempt(case, seed, &run, worlds);

@@ -275,6 +275,8 @@ struct Round<'c, 'w, H: Harness> {
     /// Whether the round let its work complete (hold released, late peers
     /// let in).
     released: bool,
+    /// Whether its `wait_bounded` reported `DeadlineExceeded { NativeCancel }`.
+    natively_cancelled: bool,
 }
 
 /// What one `wait_bounded` call returned.
@@ -342,6 +344,7 @@ impl<'c, 'w, H: Harness> Round<'c, 'w, H> {
             before,
             hold,
             released: false,
+            natively_cancelled: false,
         })
     }
 
@@ -427,7 +430,13 @@ impl<'c, 'w, H: Harness> Round<'c, 'w, H> {
             Finding::Harness("the round's completion was already consumed".into())
         })?;
         let started = Instant::now();
-        let outcome = completion.wait_bounded(policy);
+        let outcome = completion.wait_bounded(self.ctx, policy);
+        self.natively_cancelled = matches!(
+            outcome,
+            Some(Ok(DeadlineExceeded {
+                cancellation: NativeCancel
+            }))
+        );
         let elapsed = started.elapsed();
         let pending = self.surely_pending();
         let outcome = outcome.ok_or_else(|| {
@@ -480,6 +489,12 @@ impl<'c, 'w, H: Harness> Round<'c, 'w, H> {
     fn drain(mut self) -> Check {
         self.release();
         let limit = self.completes_within();
+        if !self.pending.await_late_peers(limit) {
+            return Err(crate::check::setup(format!(
+                "{}: an earlier round's late peers had not finished their part {limit:?} after its release",
+                self.subject
+            )));
+        }
         let Some(observer) = &self.observer else {
             return executor_drained(self.ctx, self.subject, limit);
         };
@@ -496,11 +511,21 @@ impl<'c, 'w, H: Harness> Round<'c, 'w, H> {
 
     /// After `wait_bounded` under `mode`: quarantined (or otherwise
     /// unfinished) work is released and drained; natively cancelled work on a
-    /// late-peer subject is kept unreleased in `kept` until the case ends.
-    fn dispose(self, mode: CompletionCancellationMode, kept: &mut Vec<Self>) -> Check {
+    /// late-peer subject is kept unreleased in `kept` until the case ends. A
+    /// late-peer round under `NativeCancel` that the backend did not report
+    /// natively cancelled (an `Err`, another mode) may still be live, e.g.
+    /// quarantined, and may fence the group until it completes: its late
+    /// peers are let in, and their part waited for, without blame (it may
+    /// also have been torn down, and a peer's part then ends on its own).
+    fn dispose(mut self, mode: CompletionCancellationMode, kept: &mut Vec<Self>) -> Check {
         match (mode, self.via) {
-            (NativeCancel, PendingVia::LatePeer) => {
+            (NativeCancel, PendingVia::LatePeer) if self.natively_cancelled => {
                 kept.push(self);
+                Ok(())
+            }
+            (NativeCancel, PendingVia::LatePeer) => {
+                self.release();
+                let _ = self.pending.await_late_peers(slack::RELEASE * 2);
                 Ok(())
             }
             _ => self.drain(),
@@ -763,7 +788,7 @@ fn executor_still_works<H: Harness>(ctx: &RankCtx<'_, H>, subject: Subject) -> C
         })?;
     let policy = policy(slack::RELEASE, NativeCancel)?;
     let outcome = Handle::<H>::Communication(submission.completion)
-        .wait_bounded(policy)
+        .wait_bounded(ctx, policy)
         .unwrap_or_else(|| Err("no bounded wait".into()));
     ensure(matches!(outcome, Ok(Completed)), || {
         format!(

@@ -11,7 +11,7 @@ use eredu_core::{
     CompletionCancellationMode, Submission,
 };
 
-use super::exact::{pick, values};
+use super::exact::pick;
 use super::supported;
 use crate::check::{slack, Check, Finding};
 use crate::harness::{CommCompletion, Harness, Tensor};
@@ -324,36 +324,4 @@ pub(crate) fn expect_error<H: Harness, E: Display>(
         )
         .into()),
     }
-}
-
-/// Bad input (SUM-1, GAT-1): the member joining last in `step` submits
-/// `odd`, the others `shape`, each through `submit`; every rank must see an
-/// error, none a result or a hang. `label` names the row's turns, `call` the
-/// operation as messages show it.
-pub(crate) fn disagreeing_shapes_fail<H: Harness, E: Display>(
-    ctx: &RankCtx<'_, H>,
-    label: &str,
-    step: u64,
-    (shape, odd): (&[usize], &[usize]),
-    call: &str,
-    submit: impl FnOnce(Tensor<H>) -> Result<Submission<Tensor<H>, CommCompletion<H>>, E>,
-) -> Flow {
-    let (seed, size, rank) = (ctx.seed(), ctx.size(), ctx.rank());
-    let late = late_member(seed, step, size);
-    let mine = if rank == late { odd } else { shape };
-    // The caller keeps a handle: retention is RET-3's subject, not this one's.
-    let input = ctx.tensor(&values(seed, step, rank, mine.iter().product()), mine)?;
-    let submitted = in_turn(ctx, &format!("{label}/{step}"), late, || {
-        submit(input.clone())
-    })?;
-    expect_error(
-        ctx,
-        &|| {
-            format!(
-                "{call} with disagreeing shapes (member {late}, joining last, submitted \
-                 {odd:?}; the others {shape:?}) on rank {rank} of {size}"
-            )
-        },
-        submitted,
-    )
 }

@@ -508,7 +508,7 @@ fn errors_are_sticky<H: Harness>(ctx: &RankCtx<'_, H>, driver: Driver<H>) -> Che
         return Ok(());
     }
     let completion = take_completion(ctx, &mut faulted.pending)?;
-    match completion.wait_bounded(supported_policy::<H>()?) {
+    match completion.wait_bounded(ctx, supported_policy::<H>()?) {
         Some(Ok(outcome)) => Err(Finding::Violation(format!(
             "{subject}: wait_bounded() returned Ok({outcome:?}) after the error {first:?} had been reported; \
              expected the error again"
@@ -838,7 +838,7 @@ fn releasable_is_false_after_a_deadline<H: Harness>(
         let completion = take_completion(ctx, &mut pending)?;
         let policy = BoundedCompletionWait::new(slack::DEADLINE, mode)
             .map_err(|e| Finding::Harness(e.to_string()))?;
-        let outcome = completion.wait_bounded(policy);
+        let outcome = completion.wait_bounded(ctx, policy);
         let Some(Ok(BoundedCompletionOutcome::DeadlineExceeded { .. })) = outcome else {
             pending.confirm("the bounded wait returned")?;
             continue;
@@ -953,7 +953,7 @@ fn empty_local_dependencies_complete<H: Harness>(ctx: &RankCtx<'_, H>) -> Check 
     if outcome.is_err() {
         // Tear the stuck work down so it does not outlive the case.
         if let Ok(policy) = supported_policy::<H>() {
-            let _ = completion.wait_bounded(policy);
+            let _ = completion.wait_bounded(ctx, policy);
         }
     }
     outcome.map_err(|error| {

@@ -130,7 +130,7 @@ impl<H: Harness> Blocker<H> {
                 None,
             )
         } else {
-            let heavy = crate::lazy::heavier(ctx, factor)?;
+            let heavy = crate::lazy::heavier(ctx, executor, factor)?;
             (None, heavy.tensor, Some((heavy.pending_until, heavy.takes)))
         };
         let completion = Backend::<H>::submit(executor, [&input])

@@ -301,7 +301,10 @@ impl Findings {
     }
 }
 
-/// Submits one framed bundle on `route`.
+/// Submits one framed bundle on `route`. A submission that has not returned
+/// after [`slack::BLOCKED`] (one that waits for its peer, whose own turn may
+/// depend on it) ends the case inconclusive, naming the call: no SPEC
+/// invariant bounds a submission.
 fn submit<H: Harness>(
     ctx: &RankCtx<'_, H>,
     framed: Vec<RoleExactBoundaryValue<Tensor<H>>>,
@@ -310,9 +313,14 @@ fn submit<H: Harness>(
 where
     Backend<H>: PointToPointBackend,
 {
-    Backend::<H>::send_receive(framed, route.borrow(), ctx.executor())
-        .map(handle_and_output::<H, _>)
-        .map_err(|e| e.to_string())
+    crate::world::guarded(
+        "send_receive() (a submission that waits for its peer)",
+        crate::world::SETUP,
+        slack::BLOCKED,
+        || Backend::<H>::send_receive(framed, route.borrow(), ctx.executor()),
+    )
+    .map(handle_and_output::<H, _>)
+    .map_err(|e| e.to_string())
 }
 
 /// Submits this rank's well-formed side of `link`; a refusal is a violation.
@@ -586,13 +594,13 @@ where
             "{what}: the receiver neither failed nor completed within {:?} (a hang, expected an error)",
             slack::RELEASE
         ))),
-        Polled::Error(_) => error_is_sticky(completion, &what),
+        Polled::Error(_) => error_is_sticky(ctx, completion, &what),
     }
 }
 
 /// After an error was reported: `is_complete`, `wait` and `wait_bounded`
 /// all report an error again (EXC-6, as P2P-2 requires).
-fn error_is_sticky<H: Harness>(completion: Handle<H>, what: &str) -> Check {
+fn error_is_sticky<H: Harness>(ctx: &RankCtx<'_, H>, completion: Handle<H>, what: &str) -> Check {
     if let Ok(state) = completion.is_complete() {
         return Err(Finding::Violation(format!(
             "{what}: after the header mismatch was reported, is_complete returned Ok({state}) (the error must be sticky)"
@@ -610,7 +618,7 @@ fn error_is_sticky<H: Harness>(completion: Handle<H>, what: &str) -> Check {
     };
     let policy = BoundedCompletionWait::new(slack::DEADLINE, mode)
         .map_err(|e| Finding::Harness(e.to_string()))?;
-    match completion.wait_bounded(policy) {
+    match completion.wait_bounded(ctx, policy) {
         Some(Ok(outcome)) => Err(Finding::Violation(format!(
             "{what}: after the header mismatch was reported, wait_bounded returned Ok({outcome:?}) (the error must be sticky)"
         ))),

@@ -540,7 +540,7 @@ fn order_after_orders_the_consumer<H: Harness>(ctx: &RankCtx<'_, H>) -> Check {
         }
     };
     let base = ctx.tensor(&LHS, &SHAPE)?;
-    let (produced, produced_values) = derived(ctx, &base, &LHS, 2.0)?;
+    let (produced, produced_values) = derived(ctx, a, &base, &LHS, 2.0)?;
     let blocker = Blocker::block(ctx, a, SUB_3_FACTOR)?;
     let producer = Backend::<H>::submit(a, [&produced])
         .map(Handle::Plain)
@@ -563,7 +563,7 @@ fn order_after_orders_the_consumer<H: Harness>(ctx: &RankCtx<'_, H>) -> Check {
             "order_after(producer, lane b) failed while the producer was pending: {error}"
         ))
     })?;
-    let (consumed, consumed_values) = derived(ctx, &produced, &produced_values, 1.5)?;
+    let (consumed, consumed_values) = derived(ctx, b, &produced, &produced_values, 1.5)?;
     let consumer = Backend::<H>::submit(b, [&consumed])
         .map(Handle::Plain)
         .map_err(|error| {
@@ -598,16 +598,17 @@ fn order_after_orders_the_consumer<H: Harness>(ctx: &RankCtx<'_, H>) -> Check {
     )
 }
 
-/// `input * factor`, lazily where the backend provides `multiply_scalar`,
-/// else materialised; with its expected values.
+/// `input * factor` for work on `lane`, lazily where the backend provides
+/// `multiply_scalar`, else materialised; with its expected values.
 fn derived<H: Harness>(
     ctx: &RankCtx<'_, H>,
+    lane: &Executor<H>,
     input: &Tensor<H>,
     values: &[f32],
     factor: f32,
 ) -> Result<(Tensor<H>, Vec<f32>), Finding> {
     let expected: Vec<f32> = values.iter().map(|v| v * factor).collect();
-    match <Tensor<H> as eredu_nn::Tensor>::multiply_scalar(input, factor, ctx.context()) {
+    match <Tensor<H> as eredu_nn::Tensor>::multiply_scalar(input, factor, ctx.context_on(lane)) {
         Ok(value) => Ok((value, expected)),
         Err(_) => Ok((ctx.tensor(&expected, &SHAPE)?, expected)),
     }
