@@ -9,9 +9,12 @@
 # 2. builds examples/mlx in debug (MLX builds from C++ source through
 #    safemlx-sys: several minutes and a few GB the first time) and
 #    commcheck-report in the main workspace;
-# 3. runs the certification in one process (worlds of one rank, MLX's
-#    singleton group) and under `mpirun -n $RANKS` (one rank per process over
-#    MLX's ring backend; worlds of $RANKS ranks, and of one rank on process 0);
+# 3. runs the certification in one process (worlds of one rank) and under
+#    `mpirun -n $RANKS` (one rank per process over MLX's ring backend; worlds
+#    of $RANKS ranks, and of one rank on process 0), each through
+#    commcheck-mlx-drive: every case that runs gets fresh processes (a hung
+#    MLX call keeps MLX's process-wide runtime lock, an unmatched collective
+#    stays on the ring; see src/drive.rs);
 # 4. merges the two result files into reports/mlx/{report.json,junit.xml,
 #    summary.md} (the raw result files are kept next to them);
 # 5. runs `commcheck-report verify` on the report.
@@ -74,15 +77,26 @@ single="$results/one-process.json"
 across="$results/mpirun-$ranks.json"
 rm -f "$single" "$across"
 
+# The test binary of test target $1 (built above).
+test_binary() {
+  (cd "$here" && cargo test --no-run --message-format=json --test "$1" 2>/dev/null) \
+    | grep "\"name\":\"$1\"" | grep '"executable":"' \
+    | sed -E 's/.*"executable":"([^"]+)".*/\1/' | tail -n 1
+}
+certify_bin="$(test_binary certify)"
+processes_bin="$(test_binary certify_processes)"
+[ -x "$certify_bin" ] || die "no test binary for tests/certify.rs"
+[ -x "$processes_bin" ] || die "no test binary for tests/certify_processes.rs"
+drive="${CARGO_TARGET_DIR:-$here/target}/debug/commcheck-mlx-drive"
+
 say "certifying in one process (worlds of 1 rank)"
-(cd "$here" && COMMCHECK_RESULTS="$single" cargo test --test certify)
-echo "certify exited with status $?"
+"$drive" --binary "$certify_bin" --results "$single"
+echo "one-process certification exited with status $?"
 [ -s "$single" ] || die "the one-process run wrote no result file ($single)"
 
 say "certifying under mpirun -n $ranks (one rank per process)"
-(cd "$here" && COMMCHECK_RESULTS="$across" COMMCHECK_MLX_RANKS="$ranks" \
-  cargo test --test certify_processes)
-echo "certify_processes exited with status $?"
+"$drive" --binary "$processes_bin" --mpirun "$ranks" --results "$across"
+echo "mpirun certification exited with status $?"
 [ -s "$across" ] || die "the mpirun run wrote no result file ($across)"
 
 cp "$single" "$out/results-one-process.json"

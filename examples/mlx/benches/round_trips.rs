@@ -74,7 +74,9 @@ fn local_dependencies(c: &mut Criterion) -> Pair {
 
     let device = CpuDevice::new();
     let executor = device.executor();
-    let value = device.tensor(&VALUES, &[4]).expect("an evaluated CPU tensor");
+    let value = device
+        .tensor(&VALUES, &[4])
+        .expect("an evaluated CPU tensor");
     let record = pair.cpu.clone();
     group.bench_function("cpu", |b| {
         b.iter_custom(|iters| {
@@ -117,7 +119,9 @@ fn all_reduce_sum_singleton(c: &mut Criterion) -> Pair {
         .group(1)
         .expect("a CPU group of one member")
         .remove(0);
-    let value = device.tensor(&VALUES, &[4]).expect("an evaluated CPU tensor");
+    let value = device
+        .tensor(&VALUES, &[4])
+        .expect("an evaluated CPU tensor");
     let record = pair.cpu.clone();
     group.bench_function("cpu", |b| {
         b.iter_custom(|iters| {
@@ -150,7 +154,10 @@ fn all_reduce_sum_singleton(c: &mut Criterion) -> Pair {
 }
 
 fn show(duration: Option<Duration>) -> String {
-    duration.map_or_else(|| "-".to_owned(), |d| format!("{:.2} µs", d.as_secs_f64() * 1e6))
+    duration.map_or_else(
+        || "-".to_owned(),
+        |d| format!("{:.2} µs", d.as_secs_f64() * 1e6),
+    )
 }
 
 fn main() {

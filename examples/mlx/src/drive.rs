@@ -196,9 +196,8 @@ pub fn run(drive: &Drive) -> Result<RunResults, String> {
             args.push("--skip".into());
             args.push(name.into());
         }
-        let results = launch(drive, found.launches, &args)?.ok_or_else(|| {
-            format!("launch {} wrote no result file", found.launches)
-        })?;
+        let results = launch(drive, found.launches, &args)?
+            .ok_or_else(|| format!("launch {} wrote no result file", found.launches))?;
         let kept = found.keep(results);
         eprintln!(
             "commcheck-mlx: launch {} (not-supported cases) ran {kept} case(s)",
@@ -231,8 +230,8 @@ pub fn run(drive: &Drive) -> Result<RunResults, String> {
         Launcher::Direct => None,
         Launcher::Mpirun(ranks) => Some(ranks),
     };
-    merged.incomplete = (missing > 0)
-        .then(|| format!("{missing} case(s) did not run in {launches} launches"));
+    merged.incomplete =
+        (missing > 0).then(|| format!("{missing} case(s) did not run in {launches} launches"));
     Ok(merged)
 }
 

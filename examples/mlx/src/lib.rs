@@ -3,9 +3,11 @@
 //! `eredu-backend-mlx` 0.5.0), on MLX's CPU device.
 //!
 //! MLX keeps one communication group per process, so the harness builds:
-//! - in one process ([`MlxHarness::new`]), worlds of one rank: MLX's
-//!   singleton group (`safemlx::distributed::init(false, Any)` with no
-//!   distributed backend configured), wrapped as an uncontracted group;
+//! - in one process ([`MlxHarness::new`]), worlds of one rank: the group
+//!   `safemlx::distributed::init(false, Any)` gives a process with no ring
+//!   configured (where Open MPI's `libmpi.so` is installed, MLX's MPI
+//!   backend in singleton mode; otherwise MLX's empty group), wrapped as an
+//!   uncontracted group;
 //! - across the processes of an `mpirun -n N` launch
 //!   ([`MlxHarness::across`]), worlds of all `N` ranks over MLX's ring
 //!   backend (loopback TCP, one rank per process), with the group and the
@@ -97,8 +99,11 @@ pub fn singleton_group() -> Result<NativeGroup, HarnessError> {
     )
 }
 
-/// The singleton group of a process with no distributed backend configured:
-/// `init(false, Any)`.
+/// The size-one group of a process with no ring configured:
+/// `init(false, Any)`. MLX tries its ring (no `MLX_HOSTFILE`: skipped), then
+/// MPI (with Open MPI's `libmpi.so` installed, a singleton `MPI_Init`), then
+/// falls back to its empty group. Never call it in a process where MPI is
+/// already initialised (under `mpirun`): use [`singleton_group`] there.
 pub fn plain_singleton_group() -> Result<NativeGroup, HarnessError> {
     sized_group(
         safemlx::distributed::init(false, DistributedBackend::Any).map_err(HarnessError::new)?,
@@ -134,7 +139,9 @@ pub fn materialised(values: &[f32], shape: &[usize]) -> Result<MlxTensor, Harnes
         .iter()
         .map(|&extent| {
             i32::try_from(extent).map_err(|_| {
-                HarnessError(format!("expected extents below 2^31, got {extent} in {shape:?}"))
+                HarnessError(format!(
+                    "expected extents below 2^31, got {extent} in {shape:?}"
+                ))
             })
         })
         .collect::<Result<Vec<_>, _>>()?;
@@ -182,9 +189,13 @@ pub fn read_materialised(tensor: &MlxTensor, stream: &Stream) -> Result<Vec<f32>
     let as_f32 = if array.dtype() == Dtype::Float32 {
         array.clone()
     } else {
-        array.as_dtype(Dtype::Float32, stream).map_err(HarnessError::new)?
+        array
+            .as_dtype(Dtype::Float32, stream)
+            .map_err(HarnessError::new)?
     };
-    let contiguous: Array = as_f32.contiguous(false, stream).map_err(HarnessError::new)?;
+    let contiguous: Array = as_f32
+        .contiguous(false, stream)
+        .map_err(HarnessError::new)?;
     let evaluated = contiguous.evaluated().map_err(HarnessError::new)?;
     evaluated.try_to_vec::<f32>().map_err(|error| {
         HarnessError(format!(
@@ -311,13 +322,16 @@ fn hostfile_json(ports: &[u16]) -> String {
 
 /// Connects `MlxNeuralBackend` on MLX's CPU device to the kit.
 ///
-/// `read` never evaluates the tensor it reads: it waits for the array's
-/// values inside a `safemlx::SubmissionScope`, and an array whose wait
-/// submitted native work (MLX had not even scheduled it) is refused as not
-/// materialised. MLX offers no query of an array's state that avoids the
-/// wait itself (its `is_available` is not exposed by safemlx), so an array
-/// that was scheduled but not finished is waited for; and a refused array
-/// has been evaluated by the refusal.
+/// Tensors are arrays built from host data ([`materialised`]). `read`
+/// reports a tensor that is not materialised as an error
+/// ([`read_materialised`]): it waits for the array's values inside a
+/// `safemlx::SubmissionScope`, and an array whose wait made MLX submit
+/// native work (it was not even scheduled, so not materialised) is refused.
+/// safemlx exposes no query of an array's state that avoids the wait itself
+/// (MLX's `is_available` is not bound), so: an array that was scheduled but
+/// has not finished is waited for (holding MLX's runtime lock meanwhile),
+/// and a refused array has been evaluated by the refusal. The kit reads
+/// values after their work completed, where neither arises.
 #[derive(Debug, Clone)]
 pub struct MlxHarness {
     placement: Placement,
@@ -411,7 +425,11 @@ fn world_requirements() -> Result<CommunicationGroupRequirements, HarnessError> 
         tensors(Op::AllReduceSum, &floating, limits(None)?)?,
         tensors(Op::AllGatherEven, &with_i32, limits(None)?)?,
         tensors(Op::AllGatherUneven, &floating, limits(None)?)?,
-        tensors(Op::VariableAllToAll, &with_i32, limits(Some(i32::MAX as usize))?)?,
+        tensors(
+            Op::VariableAllToAll,
+            &with_i32,
+            limits(Some(i32::MAX as usize))?,
+        )?,
         tensors(Op::Broadcast, &floating, limits(None)?)?,
         CommunicationOperationRequirement::barrier(true),
         CommunicationOperationRequirement::failure_agreement(true),
@@ -424,8 +442,13 @@ fn world_requirements() -> Result<CommunicationGroupRequirements, HarnessError> 
 fn route_requirement() -> Result<CommunicationOperationRequirement, HarnessError> {
     use TensorDtype::{Bf16, F16, F32, I32, U32};
     let most = i32::MAX as usize;
-    let limits = CommunicationTensorLimits::new(most, most, most, None).map_err(HarnessError::new)?;
-    tensors(CommunicationOperation::SendReceive, &[F32, F16, Bf16, I32, U32], limits)
+    let limits =
+        CommunicationTensorLimits::new(most, most, most, None).map_err(HarnessError::new)?;
+    tensors(
+        CommunicationOperation::SendReceive,
+        &[F32, F16, Bf16, I32, U32],
+        limits,
+    )
 }
 
 /// The manifest this rank realises for the ordered pair `(source,
@@ -463,9 +486,11 @@ fn manifest(
             .map_err(HarnessError::new)
         })
         .collect::<Result<Vec<_>, _>>()?;
-    let policy =
-        CommunicationCompletionPolicy::new(SETUP_DEADLINE, CompletionCancellationMode::QuarantineUntilComplete)
-            .map_err(HarnessError::new)?;
+    let policy = CommunicationCompletionPolicy::new(
+        SETUP_DEADLINE,
+        CompletionCancellationMode::QuarantineUntilComplete,
+    )
+    .map_err(HarnessError::new)?;
     Ok(CommunicationManifest::new(size, rank, groups, routes)
         .map_err(HarnessError::new)?
         .with_completion_policy(policy))
@@ -483,7 +508,8 @@ impl MlxHarness {
             )));
         }
         let native = sized_group(
-            safemlx::distributed::init(true, DistributedBackend::Ring).map_err(HarnessError::new)?,
+            safemlx::distributed::init(true, DistributedBackend::Ring)
+                .map_err(HarnessError::new)?,
             size,
             rank,
             "MLX's ring",
@@ -499,12 +525,12 @@ impl MlxHarness {
             let manifest = manifest(rank, size, pair, index == 0)?;
             let communicators = ParallelCommunicators::from_manifest(&manifest, &native, &stream)
                 .map_err(|error| {
-                    HarnessError(format!(
-                        "ParallelCommunicators::from_manifest for routes {} -> {} on rank {rank} \
+                HarnessError(format!(
+                    "ParallelCommunicators::from_manifest for routes {} -> {} on rank {rank} \
                          of {size}: {error}",
-                        pair.0, pair.1
-                    ))
-                })?;
+                    pair.0, pair.1
+                ))
+            })?;
             if index == 0 {
                 group = communicators.communication_group(WORLD_GROUP).cloned();
             }
@@ -539,7 +565,7 @@ impl Harness for MlxHarness {
             version: MLX_BACKEND_VERSION.into(),
             device: match &self.placement {
                 Placement::Single => {
-                    "MLX CPU device, one process (MLX singleton group, init(false, Any))".into()
+                    "MLX CPU device, one process (size-one group from init(false, Any))".into()
                 }
                 Placement::Across(processes) => format!(
                     "MLX CPU device, one rank per process over MLX's ring backend ({} processes, \
@@ -630,6 +656,12 @@ impl Harness for MlxHarness {
 
     fn context<'r>(&self, rank: &'r MlxRank) -> &'r Stream {
         &rank.stream
+    }
+
+    /// MLX runs a graph on the stream it was built on, whatever stream it is
+    /// submitted to: an executor is its own context.
+    fn context_on<'r>(&self, _rank: &'r MlxRank, executor: &'r Stream) -> Option<&'r Stream> {
+        Some(executor)
     }
 
     fn group<'r>(&self, rank: &'r MlxRank) -> &'r MlxGroup {
@@ -740,12 +772,17 @@ mod tests {
         }
         let busy = MlxNeuralBackend::submit(&stream, [&chain]).unwrap();
         let empty = materialised(&[], &[0, 3]).unwrap();
-        assert_eq!(read_materialised(&empty, &cpu_stream()).unwrap(), Vec::<f32>::new());
-        let made = materialised(&[5.0, 6.0], &[2]).unwrap();
-        assert_eq!(read_materialised(&made, &cpu_stream()).unwrap(), vec![5.0, 6.0]);
         assert_eq!(
-            busy.is_complete().unwrap(),
-            false,
+            read_materialised(&empty, &cpu_stream()).unwrap(),
+            Vec::<f32>::new()
+        );
+        let made = materialised(&[5.0, 6.0], &[2]).unwrap();
+        assert_eq!(
+            read_materialised(&made, &cpu_stream()).unwrap(),
+            vec![5.0, 6.0]
+        );
+        assert!(
+            !busy.is_complete().unwrap(),
             "the chain finished before the reads: this machine is too fast for the check"
         );
         busy.wait().unwrap();

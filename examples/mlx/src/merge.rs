@@ -74,7 +74,11 @@ pub fn merge(runs: &[LabelledRun], order: &[String]) -> Result<RunResults, Merge
             return Err(MergeError(format!(
                 "expected results of one backend with the same claims and instruments, got {} {} \
                  for {:?} and {} {} for {:?}",
-                a.backend.name, a.backend.version, first.label, b.backend.name, b.backend.version,
+                a.backend.name,
+                a.backend.version,
+                first.label,
+                b.backend.name,
+                b.backend.version,
                 run.label
             )));
         }
@@ -129,9 +133,7 @@ pub fn merge(runs: &[LabelledRun], order: &[String]) -> Result<RunResults, Merge
         claims: base.claims.clone(),
         seed: base.seed,
         cases,
-        calibration: runs
-            .iter()
-            .find_map(|run| run.results.calibration.clone()),
+        calibration: runs.iter().find_map(|run| run.results.calibration.clone()),
         processes: runs.iter().filter_map(|run| run.results.processes).max(),
         incomplete: (!incomplete.is_empty()).then(|| incomplete.join("; ")),
     })
@@ -224,7 +226,10 @@ pub fn family_counts(results: &RunResults) -> Vec<String> {
             ]
             .into_iter()
             .filter_map(|verdict| {
-                let n = of_family.iter().filter(|case| case.verdict == verdict).count();
+                let n = of_family
+                    .iter()
+                    .filter(|case| case.verdict == verdict)
+                    .count();
                 (n > 0).then(|| format!("{n} {verdict}"))
             })
             .collect::<Vec<_>>()

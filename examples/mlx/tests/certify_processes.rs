@@ -69,7 +69,10 @@ fn drive() -> i32 {
             for line in merged.family_summary() {
                 println!("commcheck {line}");
             }
-            println!("commcheck results ({ranks} processes): {}", results.display());
+            println!(
+                "commcheck results ({ranks} processes): {}",
+                results.display()
+            );
             if clean(&merged) {
                 0
             } else {

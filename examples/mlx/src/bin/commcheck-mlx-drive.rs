@@ -14,14 +14,16 @@ use std::process::ExitCode;
 
 use commcheck_mlx::drive::{certify, clean, Launcher};
 
-const USAGE: &str =
-    "usage: commcheck-mlx-drive --binary TEST_BINARY --results FILE [--mpirun N]";
+const USAGE: &str = "usage: commcheck-mlx-drive --binary TEST_BINARY --results FILE [--mpirun N]";
 
 fn parse() -> Result<(PathBuf, Launcher, PathBuf), String> {
     let (mut binary, mut results, mut launcher) = (None, None, Launcher::Direct);
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
-        let mut value = || args.next().ok_or_else(|| format!("{arg} needs a value; {USAGE}"));
+        let mut value = || {
+            args.next()
+                .ok_or_else(|| format!("{arg} needs a value; {USAGE}"))
+        };
         match arg.as_str() {
             "--binary" => binary = Some(PathBuf::from(value()?)),
             "--results" => results = Some(PathBuf::from(value()?)),

@@ -65,7 +65,10 @@ fn load(label: &str, path: &PathBuf) -> Result<LabelledRun, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|error| format!("{}: cannot read: {error}", path.display()))?;
     let results: RunResults = serde_json::from_str(&text).map_err(|error| {
-        format!("{}: expected a commcheck result file, got: {error}", path.display())
+        format!(
+            "{}: expected a commcheck result file, got: {error}",
+            path.display()
+        )
     })?;
     Ok(LabelledRun {
         label: label.to_owned(),
