@@ -12,7 +12,8 @@ fn no_instruments_reach_core() {
     let results = run_cases(
         CpuHarness::new().with_instruments(Instruments::NONE),
         |_| true,
-    );
+    )
+    .expect("the COMMCHECK_* settings are valid");
     for line in results.family_summary() {
         println!("{line}");
     }
@@ -70,7 +71,8 @@ fn black_box_forms_catch_planted_defects() {
         let results = run_cases(
             CpuHarness::with_defect(defect).with_instruments(Instruments::NONE),
             |case| case.invariant().id == id,
-        );
+        )
+        .expect("the COMMCHECK_* settings are valid");
         for case in &results.cases {
             println!(
                 "{defect}: {} {}: {}",

@@ -219,7 +219,8 @@ fn survives(mode: Mode, cases: &[&str], allowed: &[Verdict]) -> Result<(), Faile
     let started = Instant::now();
     let results = run_cases(Hostile::new(mode), |case| {
         cases.contains(&case.name().as_str())
-    });
+    })
+    .expect("the COMMCHECK_* settings are valid");
     if results.cases.len() != cases.len() {
         return Err(format!("expected {} results, got {:?}", cases.len(), results.cases).into());
     }
@@ -244,7 +245,8 @@ fn survives(mode: Mode, cases: &[&str], allowed: &[Verdict]) -> Result<(), Faile
     // The process is still healthy: a correct backend still certifies here.
     let after = run_cases(CpuHarness::new(), |case| {
         case.name() == "EXC-10::local_dependencies"
-    });
+    })
+    .expect("the COMMCHECK_* settings are valid");
     match after.cases.first().map(|c| c.verdict) {
         Some(Verdict::Pass) => Ok(()),
         other => Err(format!("after the hostile run, a correct case gave {other:?}").into()),
@@ -254,7 +256,8 @@ fn survives(mode: Mode, cases: &[&str], allowed: &[Verdict]) -> Result<(), Faile
 /// A broken harness yields a clear `fail` naming the case and the harness error.
 fn broken_harness_fails_clearly(mode: Mode, error: &str) -> Result<(), Failed> {
     let case = "RET-1::local_dependencies";
-    let results = run_cases(Hostile::new(mode), |c| c.name() == case);
+    let results = run_cases(Hostile::new(mode), |c| c.name() == case)
+        .expect("the COMMCHECK_* settings are valid");
     let result = results.cases.first().ok_or("no result")?;
     let message = result.message.clone().unwrap_or_default();
     if result.verdict != Verdict::Fail || !message.contains(case) || !message.contains(error) {
@@ -271,7 +274,8 @@ fn broken_harness_fails_clearly(mode: Mode, error: &str) -> Result<(), Failed> {
 /// naming the harness method, reported at once (not as a timeout).
 fn harness_panic_is_a_crash(mode: Mode, method: &str) -> Result<(), Failed> {
     let case = "EXC-5::all_reduce_sum";
-    let results = run_cases(Hostile::new(mode), |c| c.name() == case);
+    let results = run_cases(Hostile::new(mode), |c| c.name() == case)
+        .expect("the COMMCHECK_* settings are valid");
     let result = results.cases.first().ok_or("no result")?;
     let message = result.message.clone().unwrap_or_default();
     if result.verdict != Verdict::Crash || !message.contains(method) {
@@ -292,7 +296,8 @@ fn failing_lazy_work_is_not_supported() -> Result<(), Failed> {
     let cases = ["EXC-1::local_dependencies", "EXC-2::submit"];
     let results = run_cases(Hostile::new(Mode::LazyWorkFails), |c| {
         cases.contains(&c.name().as_str())
-    });
+    })
+    .expect("the COMMCHECK_* settings are valid");
     for case in &results.cases {
         let message = case.message.clone().unwrap_or_default();
         if case.verdict != Verdict::NotSupported || !message.contains("matmul") {
@@ -340,6 +345,38 @@ fn abort_is_contained() -> Result<(), Failed> {
     Ok(())
 }
 
+/// Every bad `COMMCHECK_*` value stops `commcheck::main` before any case,
+/// with exit status 2 and a message naming the variable and the value.
+fn bad_settings_are_errors_naming_the_variable() -> Result<(), Failed> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    for (variable, value) in [
+        ("COMMCHECK_CASE_TIMEOUT_MS", "abc"),
+        ("COMMCHECK_CASE_TIMEOUT_MS", "0"),
+        ("COMMCHECK_SEED", "xyz"),
+        ("COMMCHECK_JOBS", "0"),
+        ("COMMCHECK_ISOLATION", "proces"),
+    ] {
+        let output = std::process::Command::new(&exe)
+            .args(["SUM-1::all_reduce_sum", "--exact"])
+            .env("HOSTILE_MODE", "WorldFails")
+            .env(variable, value)
+            .output()
+            .map_err(|e| e.to_string())?;
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let named = format!("{variable}={value:?} is not accepted: expected ");
+        if output.status.code() != Some(2) || !stderr.contains(&named) || stdout.contains("test ") {
+            return Err(format!(
+                "{variable}={value}: expected exit status 2, no case run and a message containing \
+                 {named:?}; got status {} and stderr:\n{stderr}\nstdout:\n{stdout}",
+                output.status
+            )
+            .into());
+        }
+    }
+    Ok(())
+}
+
 fn main() {
     if let Some(mode) = std::env::var("HOSTILE_MODE")
         .ok()
@@ -375,6 +412,10 @@ fn main() {
         Trial::test(
             "abort_under_process_isolation_is_a_crash",
             abort_is_contained,
+        ),
+        Trial::test(
+            "bad_settings_are_errors_naming_the_variable",
+            bad_settings_are_errors_naming_the_variable,
         ),
         Trial::test("harness_that_cannot_build_a_world_fails_clearly", || {
             broken_harness_fails_clearly(Mode::WorldFails, "no device available for a world")

@@ -53,7 +53,8 @@ fn unclaimed_operations_are_not_supported_for_every_id() {
     let results = run_cases(
         harness,
         |case| matches!(case.subject(), Subject::Operation(op) if op != Operation::AllReduceSum),
-    );
+    )
+    .expect("the COMMCHECK_* settings are valid");
     assert!(!results.cases.is_empty());
     for case in &results.cases {
         assert_eq!(case.verdict, Verdict::NotSupported, "{}", case.name);
@@ -79,7 +80,8 @@ fn missing_instruments_make_their_cases_not_supported() {
             case.subject(),
             Subject::LocalDependencies | Subject::Operation(Operation::AllReduceSum)
         )
-    });
+    })
+    .expect("the COMMCHECK_* settings are valid");
     let by_name = |name: &str| {
         results
             .cases

@@ -18,7 +18,7 @@ fn a_size_one_harness_gets_no_failure_from_world_size() {
             case.worlds()
         );
     }
-    let results = run_cases(harness, |_| true);
+    let results = run_cases(harness, |_| true).expect("the COMMCHECK_* settings are valid");
     for line in results.family_summary() {
         println!("{line}");
     }

@@ -137,6 +137,7 @@ pub mod model;
 mod operation;
 pub mod processes;
 pub mod runner;
+pub mod settings;
 pub mod spec;
 mod suites;
 pub mod world;

@@ -106,7 +106,8 @@ pub fn certify<H: Harness>(
     options: &CertifyOptions,
 ) -> Result<Certification, CertifyError> {
     certify_by(harness, options, |harness, progress| {
-        Ok(commcheck::run_cases_with(harness, select, progress))
+        commcheck::run_cases_with(harness, select, progress)
+            .map_err(|error| CertifyError(error.to_string()))
     })
 }
 

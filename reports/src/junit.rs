@@ -150,7 +150,7 @@ fn testcase(case: &ReportCase, out: &mut String) {
             "      <failure type=\"{}\" message=\"{}\">{}</failure>\n",
             case.status,
             escape(&format!("{}: {message}", case.status)),
-            escape(message)
+            escape(&with_invariant_text(message, &case.invariant))
         )),
     };
     match body {
@@ -189,4 +189,13 @@ pub fn render(report: &Report) -> String {
     }
     out.push_str("</testsuites>\n");
     out
+}
+
+/// A failure's text: its message, then the text of the invariant it
+/// concerns (so a CI log says what was broken without the spec at hand).
+fn with_invariant_text(message: &str, id: &str) -> String {
+    match commcheck::spec::invariant(id) {
+        Some(invariant) => format!("{message}\n\n{id}: {}", invariant.text),
+        None => message.to_owned(),
+    }
 }

@@ -43,11 +43,14 @@
 //!   operations' cases, as `not-supported`.
 //! - `status` is [`Status::of`] the verdict and the waiver.
 //! - `level` ([`Level::reached`]): `full` when every must-pass case has
-//!   exactly one result and its status *certifies* (`pass`,
-//!   `unexpected-pass`, or `waived`: a failure accepted in the expectations
-//!   file with a reason and a link, recorded in the report); `core` when that
-//!   holds for every must-pass case of class A or M; else `none`. `flaky`,
-//!   `timeout`, `crash`, `fail` and `not-supported` never certify.
+//!   exactly one result and its status *certifies* (`pass` or
+//!   `unexpected-pass`); `core` when that holds for every must-pass case of
+//!   class A or M; else `none`. `waived` (a failure accepted in the
+//!   expectations file with a reason and a link, recorded in the report),
+//!   `flaky`, `timeout`, `crash`, `fail` and `not-supported` never certify. A
+//!   report whose waived cases would raise its level says so apart
+//!   ([`Report::with_waivers`], printed as `full-with-waivers (8)`), and
+//!   `verify` and the summary list every waiver with its reason and link.
 //! - `digest` and `fingerprint`: see [`canonical`] for the canonical form.
 //!
 //! A schema change that alters the meaning or the set of members bumps

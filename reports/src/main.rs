@@ -24,6 +24,7 @@ Usage:
   commcheck-report verify <report.json>
   commcheck-report summary <report.json> [--max-bytes N]
   commcheck-report diff <old.json> <new.json>
+  commcheck-report explain <ID>
   commcheck-report help [command]
 
 Commands:
@@ -31,6 +32,7 @@ Commands:
   verify    re-check a report: schema, completeness, statuses, digest
   summary   print a report's Markdown summary
   diff      show regressions, fixes, new and removed cases between two reports
+  explain   print an invariant: its text, its source in the eredu docs, its evidence
 
 `commcheck-report <command> --help` describes each command.
 Exit status: 0 success; 1 check failed; 2 usage or I/O error.
@@ -83,10 +85,23 @@ Exit status: 0 printed; 2 unreadable report or usage error.
 const DIFF_HELP: &str = "\
 commcheck-report diff <old.json> <new.json>
 
-Compares two reports case by case: regressions (passed, now fail, timeout,
-crash or flaky), fixes, other status changes, new and removed cases, and the
-level. It does not verify the reports: run `verify` for that.
-Exit status: 0 no regression; 1 regressions; 2 unreadable report or usage error.
+Compares two reports case by case: regressions (not failing before, now fail,
+timeout, crash or flaky), fixes, newly not-supported cases, other status
+changes, new and removed cases, the level and the backend. It does not verify
+the reports: run `verify` for that. The new report regressed, with one
+`regressed: ...` line per reason, when its level is lower, a case newly fails,
+a new case fails, a case was removed, a case became not-supported, or the
+backend's name or device differ (a new version of the same backend does not).
+Exit status: 0 no regression; 1 regressed; 2 unreadable report or usage error.
+";
+
+const EXPLAIN_HELP: &str = "\
+commcheck-report explain <ID>
+
+Prints the invariant ID (e.g. CAN-5; case names such as CAN-5::all_reduce_sum
+are accepted too): its family and class, its text, where the eredu docs state
+it, and the evidence a check of it needs. Every invariant is in INVARIANTS.md.
+Exit status: 0 printed; 2 unknown ID or usage error.
 ";
 
 /// A command-line problem: message for stderr, exit status 2.
@@ -98,6 +113,7 @@ fn help_for(command: &str) -> Option<&'static str> {
         "verify" => Some(VERIFY_HELP),
         "summary" => Some(SUMMARY_HELP),
         "diff" => Some(DIFF_HELP),
+        "explain" => Some(EXPLAIN_HELP),
         _ => None,
     }
 }
@@ -260,7 +276,7 @@ fn conclude(certification: &commcheck_report::Certification, required: Level) ->
         "{} {}: level {} ({} cases: {} pass, {} failing, {} not-supported, {} waived, {} unexpected pass)",
         report.provenance.backend.name,
         report.provenance.backend.version,
-        report.level,
+        report.outcome(),
         report.cases.len(),
         count(Status::Pass),
         report.cases.iter().filter(|c| c.status.is_failure()).count(),
@@ -286,6 +302,7 @@ fn conclude(certification: &commcheck_report::Certification, required: Level) ->
             case.name
         );
     }
+    print_waivers(report);
     if let Some(why) = &report.provenance.incomplete {
         eprintln!("commcheck-report: the run is incomplete: {why}");
     }
@@ -300,6 +317,18 @@ fn conclude(certification: &commcheck_report::Certification, required: Level) ->
     }
 }
 
+/// Lists every waived case with its waiver's reason and link.
+fn print_waivers(report: &commcheck_report::Report) {
+    for case in report.cases.iter().filter(|c| c.status == Status::Waived) {
+        if let Some(waiver) = &case.waiver {
+            println!(
+                "  waived {}: {} ({})",
+                case.name, waiver.reason, waiver.link
+            );
+        }
+    }
+}
+
 fn run_verify(parsed: &Parsed) -> Result<ExitCode, Usage> {
     parsed.exactly(1, "one report file")?;
     let path = PathBuf::from(&parsed.positional[0]);
@@ -310,10 +339,11 @@ fn run_verify(parsed: &Parsed) -> Result<ExitCode, Usage> {
                 path.display(),
                 report.provenance.backend.name,
                 report.provenance.backend.version,
-                report.level,
+                report.outcome(),
                 report.must_pass.len(),
                 report.digest
             );
+            print_waivers(&report);
             Ok(ExitCode::SUCCESS)
         }
         Err(problems) => {
@@ -351,11 +381,46 @@ fn run_diff(parsed: &Parsed) -> Result<ExitCode, Usage> {
     let new = load_file(PathBuf::from(&parsed.positional[1]).as_path()).map_err(Usage)?;
     let diff = diff(&old, &new);
     print!("{}", diff.render());
-    Ok(if diff.regressions.is_empty() {
+    let regressed = diff.regressed();
+    for reason in &regressed {
+        println!("regressed: {reason}");
+    }
+    Ok(if regressed.is_empty() {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
     })
+}
+
+fn run_explain(parsed: &Parsed) -> Result<ExitCode, Usage> {
+    parsed.exactly(1, "one invariant ID, e.g. CAN-5")?;
+    let wanted = parsed.positional[0].as_str();
+    let id = wanted.split_once("::").map_or(wanted, |(id, _)| id);
+    let invariant = commcheck::spec::invariant(&id.to_ascii_uppercase()).ok_or_else(|| {
+        let family = id
+            .split('-')
+            .next()
+            .unwrap_or_default()
+            .to_ascii_uppercase();
+        let same_family: Vec<&str> = commcheck::spec::INVARIANTS
+            .iter()
+            .filter(|i| i.family == family)
+            .map(|i| i.id)
+            .collect();
+        Usage(if same_family.is_empty() {
+            format!(
+                "no invariant `{wanted}`: IDs are a family ({}) and a number, e.g. CAN-5",
+                commcheck::spec::FAMILIES.join(", ")
+            )
+        } else {
+            format!(
+                "no invariant `{wanted}`; the {family} family has {}",
+                same_family.join(", ")
+            )
+        })
+    })?;
+    print!("{}", commcheck::spec::explain(invariant));
+    Ok(ExitCode::SUCCESS)
 }
 
 fn run(args: &[String]) -> Result<ExitCode, Usage> {
@@ -376,7 +441,7 @@ fn run(args: &[String]) -> Result<ExitCode, Usage> {
     let known: &[&str] = match command.as_str() {
         "certify" => &["out", "expectations", "require"],
         "summary" => &["max-bytes"],
-        "verify" | "diff" => &[],
+        "verify" | "diff" | "explain" => &[],
         other => return Err(Usage(format!("unknown command `{other}`\n\n{USAGE}"))),
     };
     let parsed = parse(rest, known)?;
@@ -388,6 +453,7 @@ fn run(args: &[String]) -> Result<ExitCode, Usage> {
         "certify" => run_certify(&parsed),
         "verify" => run_verify(&parsed),
         "summary" => run_summary(&parsed),
+        "explain" => run_explain(&parsed),
         _ => run_diff(&parsed),
     }
 }

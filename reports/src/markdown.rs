@@ -95,7 +95,7 @@ fn header(report: &Report) -> String {
         "# commcheck certification: {} {}\n\n**Level reached: {}** ({} cases:",
         cell(&backend.name),
         cell(&backend.version),
-        report.level,
+        report.outcome(),
         report.cases.len()
     );
     let counts: Vec<String> = Status::ALL
@@ -174,6 +174,29 @@ fn failures(report: &Report) -> Option<Section> {
         "Failures",
         "",
         &["Case", "Status", "Attempts", "Message"],
+        rows,
+    )
+}
+
+/// Each invariant a failing case concerns, once, with its text.
+fn failing_invariants(report: &Report) -> Option<Section> {
+    let mut ids: Vec<&str> = Vec::new();
+    for case in report.cases.iter().filter(|c| c.status.is_failure()) {
+        if !ids.contains(&case.invariant.as_str()) {
+            ids.push(&case.invariant);
+        }
+    }
+    let rows = ids
+        .into_iter()
+        .map(|id| {
+            let text = commcheck::spec::invariant(id).map_or("", |i| i.text);
+            vec![code(id), cell(text)]
+        })
+        .collect();
+    Section::table(
+        "Failing invariants",
+        "What each invariant above says (all of them: `INVARIANTS.md`, or `commcheck-report explain <ID>`).",
+        &["Invariant", "Text"],
         rows,
     )
 }
@@ -408,6 +431,7 @@ fn sections(report: &Report) -> Vec<Section> {
     let mut sections: Vec<Section> = [
         families(report),
         failures(report),
+        failing_invariants(report),
         inconclusive(report),
         attributed(report),
         unexpected_passes(report),

@@ -105,10 +105,11 @@ impl Status {
         matches!(self, Self::Pass | Self::UnexpectedPass)
     }
 
-    /// The status counts towards a certification level: a pass, or a
-    /// failure waived with a reason and a link.
+    /// The status counts towards a certification level: a pass. A waived
+    /// failure never does; it counts only towards the level a report
+    /// reaches *with waivers* ([`Report::with_waivers`]).
     pub fn certifies(self) -> bool {
-        self.is_pass() || self == Self::Waived
+        self.is_pass()
     }
 }
 
@@ -165,12 +166,21 @@ impl Level {
     /// case of class A or M; `none` otherwise. A must-pass case without
     /// exactly one result blocks both levels.
     pub fn reached(must_pass: &[String], cases: &[ReportCase]) -> Self {
+        Self::reached_by(must_pass, cases, Status::certifies)
+    }
+
+    /// [`Level::reached`] with `certifies` deciding which statuses count.
+    fn reached_by(
+        must_pass: &[String],
+        cases: &[ReportCase],
+        certifies: impl Fn(Status) -> bool,
+    ) -> Self {
         let mut level = Self::Full;
         for name in must_pass {
             let mut results = cases.iter().filter(|case| case.name == *name);
             let (first, second) = (results.next(), results.next());
             match (first, second) {
-                (Some(case), None) if case.status.certifies() => {}
+                (Some(case), None) if certifies(case.status) => {}
                 (Some(case), None) if !Self::Core.requires(case.class) => {
                     level = level.min(Self::Core);
                 }
@@ -355,6 +365,28 @@ pub struct Report {
     pub unused_waivers: Vec<Expectation>,
     /// See [`crate::canonical`].
     pub digest: String,
+}
+
+impl Report {
+    /// The level the report would reach if its waived failures passed, and
+    /// how many waivers that takes, when that is above [`Report::level`]:
+    /// shown as `full-with-waivers (8)`, never as `full`.
+    pub fn with_waivers(&self) -> Option<(Level, usize)> {
+        let waived = self.count(Status::Waived);
+        let level = Level::reached_by(&self.must_pass, &self.cases, |status| {
+            status.certifies() || status == Status::Waived
+        });
+        (waived > 0 && level > self.level).then_some((level, waived))
+    }
+
+    /// The outcome as tools print it: the level, followed by the level with
+    /// waivers when they raise it (`none; full-with-waivers (8)`).
+    pub fn outcome(&self) -> String {
+        match self.with_waivers() {
+            Some((level, waived)) => format!("{}; {level}-with-waivers ({waived})", self.level),
+            None => self.level.to_string(),
+        }
+    }
 }
 
 /// The must-pass list of this kit version for `harness`: the names of every

@@ -52,3 +52,49 @@ fn identical_reports_have_no_changes() {
     assert!(diff.is_empty());
     assert_eq!(diff.render(), "no changes\n");
 }
+
+#[test]
+fn every_kind_of_regression_is_reported_and_named() {
+    let old = report(&standard(Verdict::Pass));
+    assert!(diff(&old, &old).regressed().is_empty());
+    // A case that fails (from pass, or from not-supported).
+    let mut failing = old.clone();
+    failing.cases[0].status = Status::Fail;
+    assert_eq!(
+        diff(&old, &failing).regressed(),
+        vec!["1 case(s) newly failing"]
+    );
+    let mut unsupported = old.clone();
+    unsupported.cases[0].status = Status::NotSupported;
+    assert_eq!(
+        diff(&old, &unsupported).regressed(),
+        vec!["1 case(s) newly not-supported"]
+    );
+    assert_eq!(
+        diff(&unsupported, &failing).regressed(),
+        vec!["1 case(s) newly failing"]
+    );
+    // A removed case.
+    let mut shorter = old.clone();
+    shorter.cases.pop();
+    assert_eq!(diff(&old, &shorter).regressed(), vec!["1 case(s) removed"]);
+    // A lower level (and no other change).
+    let mut lower = old.clone();
+    lower.level = commcheck_report::Level::Core;
+    let mut higher = old.clone();
+    higher.level = commcheck_report::Level::Full;
+    assert_eq!(
+        diff(&higher, &lower).regressed(),
+        vec!["the level fell: full -> core"]
+    );
+    assert!(diff(&lower, &higher).regressed().is_empty());
+    // Another backend, not another version of the same one.
+    let mut other = old.clone();
+    other.provenance.backend.name = "someone-else".into();
+    let reasons = diff(&old, &other).regressed();
+    assert_eq!(reasons.len(), 1);
+    assert!(reasons[0].starts_with("another backend: "), "{reasons:?}");
+    let mut newer = old.clone();
+    newer.provenance.backend.version = "9.9.9".into();
+    assert!(diff(&old, &newer).regressed().is_empty());
+}

@@ -89,11 +89,22 @@ fn waivers_apply_to_their_cases() {
             .find(|c| c.name == name)
             .map(|c| c.status)
     };
-    // A waived failure is waived, not a failure, and still certifies.
+    // A waived failure is waived, not a failure, but it never certifies: the
+    // report reaches `full` only with its waiver, and says so.
     assert_eq!(status("RET-1::submit"), Some(Status::Waived));
     // A waived pass is an unexpected pass.
     assert_eq!(status("EXC-1::submit"), Some(Status::UnexpectedPass));
-    assert_eq!(report.level, commcheck_report::Level::Full);
+    assert_ne!(report.level, commcheck_report::Level::Full);
+    assert_eq!(
+        report.with_waivers(),
+        Some((commcheck_report::Level::Full, 1))
+    );
+    assert!(
+        report.outcome().ends_with("; full-with-waivers (1)"),
+        "{}",
+        report.outcome()
+    );
+    assert!(commcheck_report::markdown::render(&report).contains("full-with-waivers (1)"));
     assert_eq!(report.unused_waivers.len(), 1);
     assert_eq!(report.unused_waivers[0].invariant, "AGR-2");
     assert!(problems(&json(&report)).is_empty());

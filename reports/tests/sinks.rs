@@ -147,7 +147,12 @@ fn junit_has_the_junit_structure_and_maps_statuses() {
     let timeout = failures
         .iter()
         .find(|f| f.attribute("type") == Some("timeout"));
-    assert!(timeout.is_some_and(|f| f.text == "RET-1 on submit: timeout <&> \"quoted\" | piped"));
+    // The message, then the text of the invariant (from `commcheck::spec`).
+    let expected = format!(
+        "RET-1 on submit: timeout <&> \"quoted\" | piped\n\nRET-1: {}",
+        commcheck::spec::invariant("RET-1").map_or("", |i| i.text)
+    );
+    assert!(timeout.is_some_and(|f| f.text == expected));
     let skipped = named(&elements, "testsuites/testsuite/testcase/skipped");
     assert_eq!(skipped.len(), 1);
     assert!(skipped[0]

@@ -11,7 +11,8 @@ fn black_box(defect: Defect) -> Vec<CaseResult> {
     crate::mutant_settings();
     let id = defect.invariant();
     let harness = CpuHarness::with_defect(defect).with_instruments(Instruments::NONE);
-    let results = run_cases(harness, |case| case.invariant().id == id);
+    let results = run_cases(harness, |case| case.invariant().id == id)
+        .expect("the COMMCHECK_* settings are valid");
     crate::show(&results);
     results.cases
 }

@@ -57,7 +57,8 @@ pub fn show(results: &RunResults) {
 impl Row {
     fn run(defect: Defect) -> Self {
         let started = Instant::now();
-        let results = run_cases(CpuHarness::with_defect(defect), |_| true);
+        let results = run_cases(CpuHarness::with_defect(defect), |_| true)
+            .expect("the COMMCHECK_* settings are valid");
         Self {
             defect,
             results,

@@ -70,6 +70,9 @@ pub enum ProcessError {
     /// Another process died or stopped answering.
     #[error("commcheck processes: {0}")]
     Lost(String),
+    /// A `COMMCHECK_*` setting is bad (see [`crate::settings`]).
+    #[error("commcheck processes: {0}")]
+    Settings(#[from] crate::settings::SettingsError),
 }
 
 /// The processes of one launch, seen from one of them: built by

@@ -13,7 +13,8 @@ use crate::case::Case;
 use crate::catalogue::catalogue_within;
 use crate::harness::Harness;
 use crate::runner::results::{CaseResult, RunResults};
-use crate::runner::{base_seed, execute_with, run_trials, summary, write_results};
+use crate::runner::{execute_with, run_trials, settings_or_exit, summary, write_results};
+use crate::settings::{Isolation, Settings};
 
 /// Runs `case` with every world across the processes.
 fn execute_across<H: Harness>(
@@ -21,8 +22,9 @@ fn execute_across<H: Harness>(
     harness: &Arc<H>,
     case: &Case<H>,
     base: u64,
+    limit: Duration,
 ) -> CaseResult {
-    execute_with(case, base, &|ranks, seed, limit, script, run| {
+    execute_with(case, base, limit, &|ranks, seed, limit, script, run| {
         run_world_across(
             control,
             Arc::clone(harness),
@@ -41,12 +43,13 @@ fn lead<H: Harness>(
     harness: &Arc<H>,
     case: &Case<H>,
     base: u64,
+    limit: Duration,
 ) -> CaseResult {
     control.broadcast(&Message::Case {
         name: case.name(),
         base,
     });
-    execute_across(control, harness, case, base)
+    execute_across(control, harness, case, base, limit)
 }
 
 /// How long a follower waits for the leader's next message before it looks
@@ -54,7 +57,11 @@ fn lead<H: Harness>(
 const FOLLOW_POLL: Duration = Duration::from_secs(3600);
 
 /// A follower's whole run: every case the leader names, until it is done.
-fn follow<H: Harness>(control: &Arc<Control>, harness: &Arc<H>) -> Result<(), ProcessError> {
+fn follow<H: Harness>(
+    control: &Arc<Control>,
+    harness: &Arc<H>,
+    limit: Duration,
+) -> Result<(), ProcessError> {
     let cases = catalogue_within(&**harness, Some(control.size()));
     loop {
         let next = control.wait(0, Instant::now() + FOLLOW_POLL, |message| {
@@ -69,7 +76,7 @@ fn follow<H: Harness>(control: &Arc<Control>, harness: &Arc<H>) -> Result<(), Pr
                         control.rank()
                     )));
                 };
-                execute_across(control, harness, case, base);
+                execute_across(control, harness, case, base, limit);
                 if let Some(broken) = control.broken() {
                     return Err(ProcessError::Lost(broken));
                 }
@@ -110,12 +117,13 @@ pub fn run_cases_across<H: Harness>(
     select: impl Fn(&Case<H>) -> bool,
     progress: impl Fn(&CaseResult, usize),
 ) -> Result<Option<RunResults>, ProcessError> {
+    let settings = Settings::from_env()?;
+    let (base, limit) = (settings.base_seed(), settings.case_timeout);
     let control = &processes.control;
     let harness = Arc::new(harness);
     if control.rank() != 0 {
-        return follow(control, &harness).map(|()| None);
+        return follow(control, &harness, limit).map(|()| None);
     }
-    let base = base_seed();
     let cases: Vec<Case<H>> = catalogue_within(&*harness, Some(control.size()))
         .into_iter()
         .filter(|case| select(case))
@@ -125,7 +133,7 @@ pub fn run_cases_across<H: Harness>(
         if control.broken().is_some() {
             break;
         }
-        let result = lead(control, &harness, case, base);
+        let result = lead(control, &harness, case, base, limit);
         progress(&result, cases.len());
         done.push(result);
     }
@@ -154,7 +162,9 @@ pub fn run_cases_across<H: Harness>(
 /// nothing unless they fail. A lost process stops the run with a message
 /// naming it, and a non-zero exit status.
 pub fn main_across<H: Harness>(processes: Processes, harness: H) -> ! {
-    if std::env::var("COMMCHECK_ISOLATION").is_ok_and(|mode| mode == "process") {
+    let settings = settings_or_exit();
+    let (base, limit) = (settings.base_seed(), settings.case_timeout);
+    if settings.isolation == Isolation::Process {
         eprintln!(
             "commcheck: COMMCHECK_ISOLATION=process does not apply to a process world: every \
              rank already runs in its own process"
@@ -164,7 +174,7 @@ pub fn main_across<H: Harness>(processes: Processes, harness: H) -> ! {
     let control = Arc::clone(&processes.control);
     let harness = Arc::new(harness);
     if control.rank() != 0 {
-        let code = match follow(&control, &harness) {
+        let code = match follow(&control, &harness, limit) {
             Ok(()) => 0,
             Err(error) => {
                 eprintln!("commcheck (rank {}): {error}", control.rank());
@@ -176,18 +186,18 @@ pub fn main_across<H: Harness>(processes: Processes, harness: H) -> ! {
     let mut args = Arguments::from_args();
     // One case at a time: every process takes part in every world.
     args.test_threads = Some(1);
-    let base = base_seed();
     let size = control.size();
     let cases = catalogue_within(&*harness, Some(size));
     let total = cases.len();
     let ran: Arc<Mutex<Vec<CaseResult>>> = Arc::default();
     let exec = {
         let (control, harness) = (Arc::clone(&control), Arc::clone(&harness));
-        move |case: &Case<H>| lead(&control, &harness, case, base)
+        move |case: &Case<H>| lead(&control, &harness, case, base, limit)
     };
     let done = {
         let (control, harness, ran) =
             (Arc::clone(&control), Arc::clone(&harness), Arc::clone(&ran));
+        let settings = settings.clone();
         move |result: &CaseResult| {
             let mut ran = ran.lock().unwrap_or_else(|p| p.into_inner());
             ran.push(result.clone());
@@ -195,7 +205,7 @@ pub fn main_across<H: Harness>(processes: Processes, harness: H) -> ! {
                 format!("the run has not finished: {} case(s) ran so far", ran.len())
             });
             let snapshot = results(&*harness, size, base, ran.clone(), Some(why));
-            let written = write_results(&snapshot);
+            let written = write_results(&snapshot, &settings);
             if let Some(broken) = control.broken() {
                 eprintln!("commcheck: stopping after {}: {broken}", result.name);
                 match written {
@@ -218,7 +228,7 @@ pub fn main_across<H: Harness>(processes: Processes, harness: H) -> ! {
         for line in results.family_summary() {
             println!("commcheck {line}");
         }
-        match write_results(&results) {
+        match write_results(&results, &settings) {
             Ok(path) => println!("commcheck results ({size} processes): {}", path.display()),
             Err(error) => eprintln!("commcheck: {error}"),
         }

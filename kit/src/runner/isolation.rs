@@ -21,16 +21,12 @@ use crate::harness::Harness;
 const CHILD: &str = "COMMCHECK_CHILD";
 const MARK: &str = "commcheck-case-result: ";
 
-pub(super) fn requested() -> bool {
-    std::env::var("COMMCHECK_ISOLATION").is_ok_and(|mode| mode == "process")
-}
-
 pub(super) fn is_child() -> bool {
     std::env::var_os(CHILD).is_some()
 }
 
 /// The child's whole life: run the one case named by the exact filter.
-pub(super) fn child_main<H: Harness>(harness: H, args: &Arguments) -> ! {
+pub(super) fn child_main<H: Harness>(harness: H, args: &Arguments, limit: Duration) -> ! {
     let harness = Arc::new(harness);
     let base = std::env::var(CHILD)
         .ok()
@@ -39,7 +35,7 @@ pub(super) fn child_main<H: Harness>(harness: H, args: &Arguments) -> ! {
     let wanted = args.filter.clone().unwrap_or_default();
     for case in catalogue(&*harness) {
         if case.name() == wanted {
-            let result = execute(&harness, &case, base);
+            let result = execute(&harness, &case, base, limit);
             match serde_json::to_string(&result) {
                 Ok(json) => println!("{MARK}{json}"),
                 Err(error) => eprintln!("commcheck: cannot encode result: {error}"),

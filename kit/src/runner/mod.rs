@@ -3,14 +3,8 @@
 //! `--include-ignored`, `--format`), so `cargo test`, `cargo nextest run` and
 //! IDE runners work.
 //!
-//! Environment:
-//! - `COMMCHECK_CASE_TIMEOUT_MS`: per-case watchdog (default 20000);
-//! - `COMMCHECK_SEED`: base seed (default: derived from the clock, recorded);
-//! - `COMMCHECK_JOBS`: cases [`run_cases`] runs at once (default 2);
-//! - `COMMCHECK_ISOLATION=process`: run each case in a child process, so an
-//!   abort or segfault is contained and reported as `crash`;
-//! - `COMMCHECK_RESULTS`: where the JSON result file goes (default
-//!   `target/commcheck/<backend>.json`).
+//! Environment: the `COMMCHECK_*` variables of [`crate::settings`], read
+//! strictly when a run starts (a bad value is an error naming the variable).
 
 mod isolation;
 pub mod results;
@@ -24,38 +18,9 @@ use crate::case::Case;
 use crate::catalogue::catalogue;
 use crate::check::Finding;
 use crate::harness::Harness;
+use crate::settings::{Isolation, Settings, SettingsError};
 use crate::world::{run_world, Run, Script, WorldEnd};
 use results::{CaseResult, RunResults, Verdict, RESULTS_SCHEMA};
-
-/// Cases [`run_cases`] runs at once (`COMMCHECK_JOBS`, default 2).
-fn jobs() -> usize {
-    std::env::var("COMMCHECK_JOBS")
-        .ok()
-        .and_then(|jobs| jobs.parse().ok())
-        .filter(|jobs| *jobs > 0)
-        .unwrap_or(2)
-}
-
-/// Per-case watchdog limit.
-fn case_limit() -> Duration {
-    std::env::var("COMMCHECK_CASE_TIMEOUT_MS")
-        .ok()
-        .and_then(|ms| ms.parse().ok())
-        .map(Duration::from_millis)
-        .unwrap_or(Duration::from_secs(20))
-}
-
-pub(crate) fn base_seed() -> u64 {
-    std::env::var("COMMCHECK_SEED")
-        .ok()
-        .and_then(|seed| seed.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_nanos() as u64)
-                .unwrap_or(0x5eed)
-        })
-}
 
 /// A case's own seed: stable for a given base seed and case name.
 fn case_seed(base: u64, name: &str) -> u64 {
@@ -83,7 +48,13 @@ pub(crate) type Worlds<'a, H> = &'a dyn Fn(usize, u64, Duration, Script<H>, &Run
 
 /// One attempt at `case`: a fresh world of each of its sizes in turn, until
 /// one does not pass.
-fn attempt<H: Harness>(case: &Case<H>, seed: u64, run: &Run, worlds: Worlds<'_, H>) -> Attempt {
+fn attempt<H: Harness>(
+    case: &Case<H>,
+    seed: u64,
+    limit: Duration,
+    run: &Run,
+    worlds: Worlds<'_, H>,
+) -> Attempt {
     let script = match &case.script {
         Ok(script) => Arc::clone(script),
         Err(reason) => {
@@ -95,7 +66,6 @@ fn attempt<H: Harness>(case: &Case<H>, seed: u64, run: &Run, worlds: Worlds<'_, 
             }
         }
     };
-    let limit = case_limit();
     let mut ran = Vec::new();
     for &ranks in &case.worlds {
         ran.push(ranks);
@@ -215,35 +185,42 @@ const INCONCLUSIVE_ATTEMPTS: u32 = 3;
 /// that failed; more attempts, each with more lazy work, while inconclusive.
 /// An attempt that ended on a blocked call is never retried (see
 /// [`Attempt::blocked`]).
-pub(crate) fn execute<H: Harness>(harness: &Arc<H>, case: &Case<H>, base: u64) -> CaseResult {
-    execute_with(case, base, &|ranks, seed, limit, script, run| {
+pub(crate) fn execute<H: Harness>(
+    harness: &Arc<H>,
+    case: &Case<H>,
+    base: u64,
+    limit: Duration,
+) -> CaseResult {
+    execute_with(case, base, limit, &|ranks, seed, limit, script, run| {
         run_world(Arc::clone(harness), ranks, seed, limit, script, run)
     })
 }
 
 /// [`execute`], each world run by `worlds`.
+/// `limit` is the per-case watchdog.
 pub(crate) fn execute_with<H: Harness>(
     case: &Case<H>,
     base: u64,
+    limit: Duration,
     worlds: Worlds<'_, H>,
 ) -> CaseResult {
     let started = Instant::now();
     let seed = case_seed(base, &case.name());
     let mut run = Run::default();
-    let mut tried = attempt(case, seed, &run, worlds);
+    let mut tried = attempt(case, seed, limit, &run, worlds);
     let mut attempts = 1;
     while tried.verdict == Verdict::Inconclusive
         && !tried.blocked
         && attempts < INCONCLUSIVE_ATTEMPTS
     {
         run.attempt = attempts;
-        tried = attempt(case, seed, &run, worlds);
+        tried = attempt(case, seed, limit, &run, worlds);
         attempts += 1;
     }
     if case.timing && tried.verdict == Verdict::Fail && !tried.blocked {
         run.attempt = attempts;
         attempts += 1;
-        let second = attempt(case, seed, &run, worlds);
+        let second = attempt(case, seed, limit, &run, worlds);
         if second.verdict == Verdict::Pass {
             tried.verdict = Verdict::Flaky;
             tried.message = tried
@@ -322,10 +299,14 @@ pub(crate) fn result<H: Harness>(
 }
 
 /// Runs the cases `select` picks, in this process, `COMMCHECK_JOBS` (default
-/// two) at a time, and returns
-/// their results in catalogue order. The programmatic entry point (mutant
-/// proofs, reports); [`main`] is the command-line one.
-pub fn run_cases<H: Harness>(harness: H, select: impl Fn(&Case<H>) -> bool) -> RunResults {
+/// two) at a time, and returns their results in catalogue order. The
+/// programmatic entry point (mutant proofs, reports); [`main`] is the
+/// command-line one. A bad `COMMCHECK_*` setting ([`crate::settings`]) is an
+/// error, and nothing runs.
+pub fn run_cases<H: Harness>(
+    harness: H,
+    select: impl Fn(&Case<H>) -> bool,
+) -> Result<RunResults, SettingsError> {
     run_cases_with(harness, select, |_, _| {})
 }
 
@@ -336,9 +317,10 @@ pub fn run_cases_with<H: Harness>(
     harness: H,
     select: impl Fn(&Case<H>) -> bool,
     progress: impl Fn(&CaseResult, usize) + Sync,
-) -> RunResults {
+) -> Result<RunResults, SettingsError> {
+    let settings = Settings::from_env()?;
+    let (base, limit) = (settings.base_seed(), settings.case_timeout);
     let harness = Arc::new(harness);
-    let base = base_seed();
     let cases: Vec<Arc<Case<H>>> = catalogue(&*harness)
         .into_iter()
         .filter(|case| select(case))
@@ -347,7 +329,7 @@ pub fn run_cases_with<H: Harness>(
     let next = Mutex::new(0usize);
     let results = Mutex::new(vec![None; cases.len()]);
     std::thread::scope(|scope| {
-        for _ in 0..jobs() {
+        for _ in 0..settings.jobs {
             scope.spawn(|| loop {
                 let index = {
                     let mut next = next.lock().unwrap_or_else(|p| p.into_inner());
@@ -356,7 +338,7 @@ pub fn run_cases_with<H: Harness>(
                     index
                 };
                 let Some(case) = cases.get(index) else { break };
-                let result = execute(&harness, case, base);
+                let result = execute(&harness, case, base, limit);
                 progress(&result, cases.len());
                 results.lock().unwrap_or_else(|p| p.into_inner())[index] = Some(result);
             });
@@ -368,7 +350,7 @@ pub fn run_cases_with<H: Harness>(
         .into_iter()
         .flatten()
         .collect();
-    summary(&*harness, base, cases)
+    Ok(summary(&*harness, base, cases))
 }
 
 pub(crate) fn summary<H: Harness>(harness: &H, seed: u64, cases: Vec<CaseResult>) -> RunResults {
@@ -390,26 +372,37 @@ pub(crate) fn summary<H: Harness>(harness: &H, seed: u64, cases: Vec<CaseResult>
 ///
 /// This is the whole body of a vendor's `harness = false` test file
 /// (`fn main() { commcheck::main(MyHarness::new()) }`); see the crate docs.
+/// A bad `COMMCHECK_*` setting ends it at once with status 2, naming the
+/// variable.
 pub fn main<H: Harness>(harness: H) -> ! {
     let args = Arguments::from_args();
+    let settings = settings_or_exit();
     if isolation::is_child() {
-        isolation::child_main(harness, &args);
+        isolation::child_main(harness, &args, settings.case_timeout);
     }
-    let (conclusion, results) = run_with(harness, &args);
+    let (conclusion, results) = run_with_settings(harness, &args, &settings);
     if !args.list {
         if let Some(results) = results {
-            report(&results);
+            report(&results, &settings);
         }
     }
     conclusion.exit()
 }
 
+/// The settings, or (on a bad one) a message naming it and exit status 2.
+pub(crate) fn settings_or_exit() -> Settings {
+    Settings::from_env().unwrap_or_else(|error| {
+        eprintln!("commcheck: {error}");
+        std::process::exit(2)
+    })
+}
+
 /// Prints the family summary and writes the result file.
-fn report(results: &RunResults) {
+fn report(results: &RunResults, settings: &Settings) {
     for line in results.family_summary() {
         println!("commcheck {line}");
     }
-    match write_results(results) {
+    match write_results(results, settings) {
         Ok(path) => println!("commcheck results: {}", path.display()),
         Err(error) => eprintln!("commcheck: {error}"),
     }
@@ -417,14 +410,15 @@ fn report(results: &RunResults) {
 
 /// Writes the result file (`COMMCHECK_RESULTS`, default
 /// `target/commcheck/<backend>.json`); its path, or what went wrong.
-pub(crate) fn write_results(results: &RunResults) -> Result<std::path::PathBuf, String> {
-    let path = std::env::var_os("COMMCHECK_RESULTS")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| {
-            std::path::Path::new("target")
-                .join("commcheck")
-                .join(format!("{}.json", results.backend.name))
-        });
+pub(crate) fn write_results(
+    results: &RunResults,
+    settings: &Settings,
+) -> Result<std::path::PathBuf, String> {
+    let path = settings.results.clone().unwrap_or_else(|| {
+        std::path::Path::new("target")
+            .join("commcheck")
+            .join(format!("{}.json", results.backend.name))
+    });
     let written = path
         .parent()
         .map_or(Ok(()), std::fs::create_dir_all)
@@ -439,21 +433,31 @@ pub(crate) fn write_results(results: &RunResults) -> Result<std::path::PathBuf, 
     }
 }
 
-/// Runs the libtest-mimic trials; returns the conclusion and (unless listing) the results.
+/// Runs the libtest-mimic trials; returns the conclusion and (unless
+/// listing) the results. A bad `COMMCHECK_*` setting ([`crate::settings`])
+/// is an error, and nothing runs.
 pub fn run_with<H: Harness>(
     harness: H,
     args: &Arguments,
+) -> Result<(libtest_mimic::Conclusion, Option<RunResults>), SettingsError> {
+    Ok(run_with_settings(harness, args, &Settings::from_env()?))
+}
+
+fn run_with_settings<H: Harness>(
+    harness: H,
+    args: &Arguments,
+    settings: &Settings,
 ) -> (libtest_mimic::Conclusion, Option<RunResults>) {
     let harness = Arc::new(harness);
-    let base = base_seed();
-    let isolate = isolation::requested();
+    let (base, limit) = (settings.base_seed(), settings.case_timeout);
+    let isolate = settings.isolation == Isolation::Process;
     let cases = catalogue(&*harness);
     let running = Arc::clone(&harness);
     let exec = move |case: &Case<H>| {
         if isolate && case.script.is_ok() {
-            isolation::execute_in_child(case, base, case_limit())
+            isolation::execute_in_child(case, base, limit)
         } else {
-            execute(&running, case, base)
+            execute(&running, case, base, limit)
         }
     };
     let (conclusion, cases) = run_trials(cases, base, args, exec, |_| {});
@@ -461,6 +465,19 @@ pub fn run_with<H: Harness>(
         conclusion,
         cases.map(|cases| summary(&*harness, base, cases)),
     )
+}
+
+/// Whether libtest's filter and `--skip`s in `args` select `name` (ignored
+/// or not).
+fn selected(args: &Arguments, name: &str) -> bool {
+    let matches = |filter: &str| {
+        if args.exact {
+            name == filter
+        } else {
+            name.contains(filter)
+        }
+    };
+    args.filter.as_deref().is_none_or(matches) && !args.skip.iter().any(|skip| matches(skip))
 }
 
 /// Runs `cases` as libtest-mimic trials, each by `exec`, calling `done` with
@@ -474,6 +491,33 @@ pub(crate) fn run_trials<H: Harness>(
     done: impl Fn(&CaseResult) + Send + Sync + 'static,
 ) -> (libtest_mimic::Conclusion, Option<Vec<CaseResult>>) {
     let names: Vec<String> = cases.iter().map(Case::name).collect();
+    // Cases not-supported before anything runs (an unclaimed operation, a
+    // missing instrument, an unbuilt world size) are ignored when the test
+    // list is made, so every runner shows them skipped: `cargo test`,
+    // nextest (which lists ignored tests apart and reports them skipped),
+    // IDE runners. Their results are recorded without running them.
+    let unsupported: Vec<CaseResult> = cases
+        .iter()
+        .filter_map(|case| {
+            let reason = case.script.as_ref().err()?;
+            let matched = selected(args, &case.name());
+            matched.then(|| {
+                let seed = case_seed(base, &case.name());
+                result(
+                    case,
+                    Verdict::NotSupported,
+                    Some(reason.clone()),
+                    0,
+                    Duration::ZERO,
+                    seed,
+                )
+            })
+        })
+        .collect();
+    // Under nextest, every test runs in a process of its own, and a test
+    // that ran cannot be shown skipped: one found not-supported only at run
+    // time fails there, saying why, rather than pass.
+    let nextest = std::env::var("NEXTEST").is_ok_and(|v| v == "1");
     let sink: Arc<Mutex<Vec<CaseResult>>> = Arc::new(Mutex::new(Vec::new()));
     let exec = Arc::new(exec);
     let done = Arc::new(done);
@@ -481,6 +525,7 @@ pub(crate) fn run_trials<H: Harness>(
         .into_iter()
         .map(|case| {
             let name = case.name();
+            let ignored = case.script.is_err();
             let (exec, done) = (Arc::clone(&exec), Arc::clone(&done));
             let sink = Arc::clone(&sink);
             Trial::ignorable_test(name, move || {
@@ -488,6 +533,11 @@ pub(crate) fn run_trials<H: Harness>(
                 done(&result);
                 let outcome = match result.verdict {
                     Verdict::Pass => Ok(Completion::Completed),
+                    Verdict::NotSupported if nextest && !ignored => Err(Failed::from(format!(
+                        "not-supported, found at run time (nextest cannot show a test that ran as skipped; \
+                         this is not a pass): {}",
+                        result.message.clone().unwrap_or_default()
+                    ))),
                     Verdict::NotSupported => Ok(Completion::ignored_with(format!(
                         "not-supported: {}",
                         result.message.clone().unwrap_or_default()
@@ -506,6 +556,7 @@ pub(crate) fn run_trials<H: Harness>(
                 sink.lock().unwrap_or_else(|p| p.into_inner()).push(result);
                 outcome
             })
+            .with_ignored_flag(ignored)
         })
         .collect();
     let conclusion = libtest_mimic::run(args, trials);
@@ -513,6 +564,11 @@ pub(crate) fn run_trials<H: Harness>(
         return (conclusion, None);
     }
     let mut cases = std::mem::take(&mut *sink.lock().unwrap_or_else(|p| p.into_inner()));
+    for static_result in unsupported {
+        if !cases.iter().any(|case| case.name == static_result.name) {
+            cases.push(static_result);
+        }
+    }
     cases.sort_by_key(|c| names.iter().position(|n| *n == c.name));
     (conclusion, Some(cases))
 }

@@ -1,0 +1,262 @@
+//! The `COMMCHECK_*` environment variables the runner reads, parsed
+//! strictly: a value that is not one of the accepted ones is a
+//! [`SettingsError`] naming the variable, the value and what is accepted,
+//! never a silent fallback. An unset (or empty) variable takes its default.
+//!
+//! | Variable | Accepted | Default |
+//! |---|---|---|
+//! | `COMMCHECK_CASE_TIMEOUT_MS` | per-case watchdog, whole milliseconds from 100 to 3 600 000 | 20 000 |
+//! | `COMMCHECK_SEED` | base seed, a decimal `u64` (replays a run: the seed is in every result file) | from the clock, recorded |
+//! | `COMMCHECK_JOBS` | cases [`crate::run_cases`] runs at once, 1 to 256 | 2 |
+//! | `COMMCHECK_ISOLATION` | `thread` (cases in this process) or `process` (each case in a child process: aborts and segfaults become `crash`) | `thread` |
+//! | `COMMCHECK_RESULTS` | path of the JSON result file | `target/commcheck/<backend>.json` |
+//!
+//! ```
+//! use commcheck::settings::{Settings, SettingsError};
+//!
+//! let read = |vars: &'static [(&'static str, &'static str)]| {
+//!     Settings::from_vars(|name| {
+//!         vars.iter().find(|(key, _)| *key == name).map(|(_, value)| value.to_string())
+//!     })
+//! };
+//! assert_eq!(read(&[("COMMCHECK_JOBS", "4")]).unwrap().jobs, 4);
+//! let error = read(&[("COMMCHECK_CASE_TIMEOUT_MS", "abc")]).unwrap_err();
+//! assert!(matches!(error, SettingsError::Invalid { variable: "COMMCHECK_CASE_TIMEOUT_MS", .. }));
+//! assert!(error.to_string().contains("100 to 3600000"));
+//! ```
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Where the runner runs each case.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Isolation {
+    /// In this process, on threads (`COMMCHECK_ISOLATION=thread`, the default).
+    Thread,
+    /// Each case in a child process (`COMMCHECK_ISOLATION=process`).
+    Process,
+}
+
+/// The runner's settings, from the environment ([`Settings::from_env`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Settings {
+    /// Per-case watchdog (`COMMCHECK_CASE_TIMEOUT_MS`).
+    pub case_timeout: Duration,
+    /// Base seed (`COMMCHECK_SEED`); `None`: one is taken from the clock.
+    pub seed: Option<u64>,
+    /// Cases run at once by [`crate::run_cases`] (`COMMCHECK_JOBS`).
+    pub jobs: usize,
+    /// Where cases run (`COMMCHECK_ISOLATION`).
+    pub isolation: Isolation,
+    /// The result file (`COMMCHECK_RESULTS`); `None`: the default path.
+    pub results: Option<PathBuf>,
+}
+
+/// A `COMMCHECK_*` variable with a value the runner does not accept.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SettingsError {
+    /// The value is not one of the accepted ones.
+    #[error("{variable}={value:?} is not accepted: expected {expected}")]
+    Invalid {
+        /// The variable.
+        variable: &'static str,
+        /// Its value.
+        value: String,
+        /// What is accepted.
+        expected: &'static str,
+    },
+    /// The value is not valid Unicode.
+    #[error("{variable} is not valid Unicode: expected {expected}")]
+    NotUnicode {
+        /// The variable.
+        variable: &'static str,
+        /// What is accepted.
+        expected: &'static str,
+    },
+}
+
+const TIMEOUT: &str = "COMMCHECK_CASE_TIMEOUT_MS";
+const TIMEOUT_EXPECTED: &str = "whole milliseconds from 100 to 3600000 (default 20000)";
+const SEED: &str = "COMMCHECK_SEED";
+const SEED_EXPECTED: &str = "a decimal integer from 0 to 18446744073709551615";
+const JOBS: &str = "COMMCHECK_JOBS";
+const JOBS_EXPECTED: &str = "a whole number of cases from 1 to 256 (default 2)";
+const ISOLATION: &str = "COMMCHECK_ISOLATION";
+const ISOLATION_EXPECTED: &str = "`thread` (the default) or `process`";
+const RESULTS: &str = "COMMCHECK_RESULTS";
+
+/// Every variable, with what it accepts.
+const VARIABLES: &[(&str, &str)] = &[
+    (TIMEOUT, TIMEOUT_EXPECTED),
+    (SEED, SEED_EXPECTED),
+    (JOBS, JOBS_EXPECTED),
+    (ISOLATION, ISOLATION_EXPECTED),
+];
+
+impl Settings {
+    /// The settings from this process's environment.
+    pub fn from_env() -> Result<Self, SettingsError> {
+        let mut not_unicode = None;
+        let settings = Self::from_vars(|name| match std::env::var(name) {
+            Ok(value) => Some(value),
+            Err(std::env::VarError::NotPresent) => None,
+            Err(std::env::VarError::NotUnicode(_)) => {
+                // A result path need not be Unicode (read below).
+                if name != RESULTS {
+                    not_unicode = not_unicode.or(VARIABLES.iter().find(|(v, _)| *v == name));
+                }
+                None
+            }
+        });
+        if let Some(&(variable, expected)) = not_unicode {
+            return Err(SettingsError::NotUnicode { variable, expected });
+        }
+        let mut settings = settings?;
+        settings.results = std::env::var_os(RESULTS)
+            .filter(|path| !path.is_empty())
+            .map(PathBuf::from);
+        Ok(settings)
+    }
+
+    /// The settings from `get`, which gives a variable's value (`None`
+    /// when unset).
+    pub fn from_vars(get: impl FnMut(&str) -> Option<String>) -> Result<Self, SettingsError> {
+        let mut get = get;
+        let mut value = |name: &str| get(name).filter(|value| !value.is_empty());
+        let case_timeout = match value(TIMEOUT) {
+            None => Duration::from_secs(20),
+            Some(text) => text
+                .parse::<u64>()
+                .ok()
+                .filter(|ms| (100..=3_600_000).contains(ms))
+                .map(Duration::from_millis)
+                .ok_or_else(|| invalid(TIMEOUT, text, TIMEOUT_EXPECTED))?,
+        };
+        let seed = match value(SEED) {
+            None => None,
+            Some(text) => Some(
+                text.parse::<u64>()
+                    .map_err(|_| invalid(SEED, text, SEED_EXPECTED))?,
+            ),
+        };
+        let jobs = match value(JOBS) {
+            None => 2,
+            Some(text) => text
+                .parse::<usize>()
+                .ok()
+                .filter(|jobs| (1..=256).contains(jobs))
+                .ok_or_else(|| invalid(JOBS, text, JOBS_EXPECTED))?,
+        };
+        let isolation = match value(ISOLATION).as_deref() {
+            None | Some("thread") => Isolation::Thread,
+            Some("process") => Isolation::Process,
+            Some(other) => return Err(invalid(ISOLATION, other.to_owned(), ISOLATION_EXPECTED)),
+        };
+        let results = value(RESULTS).map(PathBuf::from);
+        Ok(Self {
+            case_timeout,
+            seed,
+            jobs,
+            isolation,
+            results,
+        })
+    }
+
+    /// The base seed: [`Settings::seed`], or one from the clock.
+    pub fn base_seed(&self) -> u64 {
+        self.seed.unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos() as u64)
+                .unwrap_or(0x5eed)
+        })
+    }
+}
+
+fn invalid(variable: &'static str, value: String, expected: &'static str) -> SettingsError {
+    SettingsError::Invalid {
+        variable,
+        value,
+        expected,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(vars: &[(&str, &str)]) -> Result<Settings, SettingsError> {
+        Settings::from_vars(|name| {
+            vars.iter()
+                .find(|(key, _)| *key == name)
+                .map(|(_, value)| (*value).to_owned())
+        })
+    }
+
+    #[test]
+    fn unset_variables_take_their_defaults() {
+        let settings = read(&[]).unwrap();
+        assert_eq!(settings.case_timeout, Duration::from_secs(20));
+        assert_eq!(settings.seed, None);
+        assert_eq!(settings.jobs, 2);
+        assert_eq!(settings.isolation, Isolation::Thread);
+        assert_eq!(settings.results, None);
+        assert_eq!(read(&[(JOBS, "")]).unwrap().jobs, 2);
+    }
+
+    #[test]
+    fn accepted_values_are_taken() {
+        let settings = read(&[
+            (TIMEOUT, "1500"),
+            (SEED, "18446744073709551615"),
+            (JOBS, "4"),
+            (ISOLATION, "process"),
+            (RESULTS, "out/r.json"),
+        ])
+        .unwrap();
+        assert_eq!(settings.case_timeout, Duration::from_millis(1500));
+        assert_eq!(settings.seed, Some(u64::MAX));
+        assert_eq!(settings.base_seed(), u64::MAX);
+        assert_eq!(settings.jobs, 4);
+        assert_eq!(settings.isolation, Isolation::Process);
+        assert_eq!(settings.results, Some(PathBuf::from("out/r.json")));
+    }
+
+    #[test]
+    fn every_bad_value_is_an_error_naming_the_variable() {
+        for (variable, value) in [
+            (TIMEOUT, "abc"),
+            (TIMEOUT, "0"),
+            (TIMEOUT, "99"),
+            (TIMEOUT, "3600001"),
+            (TIMEOUT, "-5"),
+            (TIMEOUT, "1e3"),
+            (SEED, "xyz"),
+            (SEED, "-1"),
+            (SEED, "18446744073709551616"),
+            (JOBS, "0"),
+            (JOBS, "257"),
+            (JOBS, "two"),
+            (ISOLATION, "proces"),
+            (ISOLATION, "Process"),
+        ] {
+            let error = read(&[(variable, value)]).unwrap_err();
+            let SettingsError::Invalid {
+                variable: named,
+                value: seen,
+                ..
+            } = &error
+            else {
+                panic!("{variable}={value}: unexpected error {error:?}");
+            };
+            assert_eq!((*named, seen.as_str()), (variable, value));
+            let message = error.to_string();
+            assert!(
+                message.starts_with(&format!(
+                    "{variable}=\"{value}\" is not accepted: expected "
+                )),
+                "{message}"
+            );
+        }
+    }
+}
