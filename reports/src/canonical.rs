@@ -12,15 +12,23 @@
 //!   keys' UTF-8), each written `"key":value` and separated by `,`, `}`;
 //! - and no whitespace anywhere outside strings.
 //!
+//! **Volatile fields.** What differs between two runs that agree on
+//! everything that matters (same kit, backend, seed and verdicts) stays out
+//! of both digests: `provenance.generated_unix`, `provenance.host`,
+//! `provenance.calibration`, and each case's `millis` and `attempts` (timing
+//! and retries). Equal runs give equal digests; an edit of a volatile field
+//! is not detected.
+//!
 //! **Report digest.** `digest` is `sha256:` followed by the 64 lowercase hex
 //! digits of the SHA-256 of the canonical form of the whole report object
-//! with its top-level `digest` member removed. The file itself may be
-//! pretty-printed: only its parsed content counts.
+//! with its top-level `digest` member and the volatile fields removed. The
+//! file itself may be pretty-printed: only its parsed content counts.
 //!
 //! **Case fingerprint.** Each case's `fingerprint` is the first 16 lowercase
 //! hex digits of the SHA-256 of the canonical form of that case object with
-//! its `fingerprint` member removed. It lets `verify` name the case that was
-//! edited; the report digest covers the fingerprints too.
+//! its `fingerprint` member and its volatile fields removed. It lets
+//! `verify` name the case that was edited; the report digest covers the
+//! fingerprints too.
 //!
 //! Both detect accidental or careless edits and corruption. They are not
 //! signatures: whoever can edit a report can recompute them. Sign the file
@@ -104,26 +112,48 @@ pub fn sha256_hex(text: &str) -> String {
         .collect()
 }
 
-/// `value` without its top-level member `key` (unchanged if not an object).
-fn without(value: &Value, key: &str) -> Value {
+/// `value` without its top-level members `keys` (unchanged if not an
+/// object).
+fn without(value: &Value, keys: &[&str]) -> Value {
     let mut value = value.clone();
     if let Value::Object(members) = &mut value {
-        members.remove(key);
+        for key in keys {
+            members.remove(*key);
+        }
     }
     value
 }
 
-/// The digest of a report given as JSON (its `digest` member ignored).
+/// A case's volatile members (see the module docs).
+const VOLATILE_CASE: &[&str] = &["millis", "attempts"];
+
+/// The provenance's volatile members (see the module docs).
+const VOLATILE_PROVENANCE: &[&str] = &["generated_unix", "host", "calibration"];
+
+/// The digest of a report given as JSON (its `digest` member and volatile
+/// fields ignored).
 pub fn report_digest(report: &Value) -> String {
-    format!(
-        "{DIGEST_PREFIX}{}",
-        sha256_hex(&canonical(&without(report, "digest")))
-    )
+    let mut stable = without(report, &["digest"]);
+    if let Value::Object(members) = &mut stable {
+        if let Some(provenance) = members.get_mut("provenance") {
+            *provenance = without(provenance, VOLATILE_PROVENANCE);
+        }
+        if let Some(Value::Array(cases)) = members.get_mut("cases") {
+            for case in cases {
+                *case = without(case, VOLATILE_CASE);
+            }
+        }
+    }
+    format!("{DIGEST_PREFIX}{}", sha256_hex(&canonical(&stable)))
 }
 
-/// The fingerprint of one case object (its `fingerprint` member ignored).
+/// The fingerprint of one case object (its `fingerprint` member and
+/// volatile fields ignored).
 pub fn case_fingerprint(case: &Value) -> String {
-    let mut hex = sha256_hex(&canonical(&without(case, "fingerprint")));
+    let mut hex = sha256_hex(&canonical(&without(
+        &without(case, &["fingerprint"]),
+        VOLATILE_CASE,
+    )));
     hex.truncate(FINGERPRINT_DIGITS);
     hex
 }

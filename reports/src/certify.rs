@@ -43,20 +43,47 @@ pub struct CertifyOptions {
     pub out: PathBuf,
     /// Waivers.
     pub expectations: Expectations,
-    /// Show a progress line on stderr (the CLI does when stderr is a terminal).
-    pub progress: bool,
+    /// How progress is shown on stderr.
+    pub progress: ProgressStyle,
     /// Keep `report.partial.jsonl` after the report is written (for debugging
     /// and tests; normally it is removed).
     pub keep_partial: bool,
 }
 
+/// How a certification shows its progress on stderr.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProgressStyle {
+    /// Nothing.
+    Off,
+    /// One line, rewritten in place as each case finishes (a terminal).
+    Line,
+    /// A plain line every [`PLAIN_EVERY`] cases and for every failing case,
+    /// so CI logs show the run going on.
+    Plain,
+}
+
+impl ProgressStyle {
+    /// `Line` when stderr is a terminal, `Plain` otherwise.
+    pub fn for_stderr() -> Self {
+        if std::io::stderr().is_terminal() {
+            Self::Line
+        } else {
+            Self::Plain
+        }
+    }
+}
+
+/// Cases between two plain progress lines.
+pub const PLAIN_EVERY: usize = 25;
+
 impl CertifyOptions {
-    /// Writes into `out`, no waivers, progress shown only on a terminal.
+    /// Writes into `out`, no waivers, progress as suits stderr
+    /// ([`ProgressStyle::for_stderr`]).
     pub fn new(out: impl Into<PathBuf>) -> Self {
         Self {
             out: out.into(),
             expectations: Expectations::none(),
-            progress: std::io::stderr().is_terminal(),
+            progress: ProgressStyle::for_stderr(),
             keep_partial: false,
         }
     }
@@ -87,13 +114,23 @@ fn io_error(path: &Path, error: impl std::fmt::Display) -> CertifyError {
     CertifyError(format!("{}: {error}", path.display()))
 }
 
-/// Writes `text` to `path` through a temporary file and a rename.
+/// Writes `text` to `path` through a temporary file in the same folder and
+/// a rename: `path` is either the old file or the whole new one, and a
+/// failed write (a full disk) leaves no temporary file behind.
 pub fn write_atomically(path: &Path, text: &str) -> Result<(), CertifyError> {
-    let mut temporary = path.as_os_str().to_owned();
-    temporary.push(".tmp");
-    let temporary = PathBuf::from(temporary);
-    std::fs::write(&temporary, text).map_err(|e| io_error(&temporary, e))?;
-    std::fs::rename(&temporary, path).map_err(|e| io_error(path, e))
+    let folder = match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    };
+    let mut temporary = tempfile::NamedTempFile::new_in(folder).map_err(|e| io_error(folder, e))?;
+    temporary
+        .write_all(text.as_bytes())
+        .and_then(|()| temporary.as_file().sync_all())
+        .map_err(|e| io_error(temporary.path(), e))?;
+    temporary
+        .persist(path)
+        .map(drop)
+        .map_err(|e| io_error(path, e.error))
 }
 
 /// Runs the cases `select` picks on `harness` and writes the certification
@@ -242,18 +279,18 @@ impl Stream {
     }
 }
 
-/// The progress line on stderr.
+/// Progress on stderr.
 struct Progress {
-    enabled: bool,
+    style: ProgressStyle,
     done: AtomicUsize,
     failing: AtomicUsize,
     width: AtomicUsize,
 }
 
 impl Progress {
-    fn new(enabled: bool) -> Self {
+    fn new(style: ProgressStyle) -> Self {
         Self {
-            enabled,
+            style,
             done: AtomicUsize::new(0),
             failing: AtomicUsize::new(0),
             width: AtomicUsize::new(0),
@@ -265,8 +302,23 @@ impl Progress {
         if case.status.is_failure() {
             self.failing.fetch_add(1, Ordering::SeqCst);
         }
-        if !self.enabled {
-            return;
+        match self.style {
+            ProgressStyle::Off => return,
+            ProgressStyle::Plain => {
+                if case.status.is_failure() || done % PLAIN_EVERY == 0 || done == total {
+                    eprintln!(
+                        "commcheck-report: {done}/{total} cases done, {} failing{}",
+                        self.failing.load(Ordering::SeqCst),
+                        if case.status.is_failure() {
+                            format!(" ({} {})", case.name, case.status)
+                        } else {
+                            String::new()
+                        }
+                    );
+                }
+                return;
+            }
+            ProgressStyle::Line => {}
         }
         let filled = (done * 20).checked_div(total).unwrap_or(20).min(20);
         let status = if case.status == Status::Pass {
@@ -289,7 +341,7 @@ impl Progress {
     }
 
     fn finish(&self) {
-        if self.enabled && self.done.load(Ordering::SeqCst) > 0 {
+        if self.style == ProgressStyle::Line && self.done.load(Ordering::SeqCst) > 0 {
             eprintln!();
         }
     }

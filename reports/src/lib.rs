@@ -68,6 +68,7 @@ pub mod verify;
 
 pub use certify::{
     certify, certify_across, write_report, Certification, CertifyError, CertifyOptions,
+    ProgressStyle,
 };
 pub use diff::{diff, Diff};
 pub use expectations::{Expectation, Expectations, ExpectationsError};

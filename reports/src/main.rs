@@ -4,7 +4,6 @@
 //! Exit status: 0 success; 1 the check did not hold (level not reached,
 //! report rejected, regressions found); 2 usage or I/O error.
 
-use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -12,7 +11,7 @@ use std::process::ExitCode;
 use commcheck_report::certify_across;
 use commcheck_report::markdown::SUMMARY_CAP;
 use commcheck_report::{
-    certify, diff, load_file, markdown, verify_file, CertifyOptions, Expectations, Level, Status,
+    certify, diff, load_file, markdown, verify, CertifyOptions, Expectations, Level, Status,
     BUNDLED_BACKENDS,
 };
 
@@ -26,6 +25,7 @@ Usage:
   commcheck-report diff <old.json> <new.json>
   commcheck-report explain <ID>
   commcheck-report help [command]
+  commcheck-report --version
 
 Commands:
   certify   run the whole suite on a bundled backend and write its report
@@ -56,7 +56,8 @@ Options:
   --require LEVEL       level to reach for exit status 0: core or full
                         (default: full, the level bundled backends must reach)
 
-A progress line is shown on stderr when it is a terminal.
+Progress goes to stderr: one line rewritten in place on a terminal, otherwise
+(CI logs) a plain line every 25 cases and for each failing case.
 Environment (passed to the kit): COMMCHECK_SEED (base seed, recorded),
 COMMCHECK_CASE_TIMEOUT_MS (per-case watchdog, default 20000).
 Exit status: 0 level reached; 1 not reached; 2 usage or I/O error.
@@ -70,7 +71,7 @@ fingerprint match, every must-pass case has exactly one result, only statuses
 allowed at the level claimed appear, the level claimed is the one reached, and
 every waiver has a reason and a link. Prints every problem found, each naming
 the case or field at fault.
-Exit status: 0 valid; 1 rejected; 2 usage error.
+Exit status: 0 valid; 1 rejected; 2 unreadable file or usage error.
 ";
 
 const SUMMARY_HELP: &str = "\
@@ -200,7 +201,7 @@ fn run_certify(parsed: &Parsed) -> Result<ExitCode, Usage> {
     let options = CertifyOptions {
         out: PathBuf::from(parsed.option("out").unwrap_or("reports/out")),
         expectations,
-        progress: std::io::stderr().is_terminal(),
+        progress: commcheck_report::ProgressStyle::for_stderr(),
         keep_partial: false,
     };
     #[cfg(feature = "mpi")]
@@ -332,7 +333,9 @@ fn print_waivers(report: &commcheck_report::Report) {
 fn run_verify(parsed: &Parsed) -> Result<ExitCode, Usage> {
     parsed.exactly(1, "one report file")?;
     let path = PathBuf::from(&parsed.positional[0]);
-    match verify_file(&path) {
+    let text = std::fs::read_to_string(&path)
+        .map_err(|error| Usage(format!("{}: cannot read: {error}", path.display())))?;
+    match verify(&text) {
         Ok(report) => {
             println!(
                 "{}: valid; {} {} reaches level {} ({} must-pass cases, digest {})",
@@ -428,6 +431,10 @@ fn run(args: &[String]) -> Result<ExitCode, Usage> {
         eprint!("{USAGE}");
         return Ok(ExitCode::from(2));
     };
+    if matches!(command.as_str(), "--version" | "-V") {
+        println!("commcheck-report {}", env!("CARGO_PKG_VERSION"));
+        return Ok(ExitCode::SUCCESS);
+    }
     if matches!(command.as_str(), "help" | "--help" | "-h") {
         match rest.first() {
             None => print!("{USAGE}"),

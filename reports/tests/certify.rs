@@ -12,7 +12,7 @@ fn certify_cpu_on_a_small_selection() {
     let _ = std::fs::remove_dir_all(&out);
     let options = CertifyOptions {
         keep_partial: true,
-        progress: false,
+        progress: commcheck_report::ProgressStyle::Off,
         ..CertifyOptions::new(&out)
     };
     let selected = |id: &str| matches!(id, "EXC-10" | "RET-6");

@@ -52,3 +52,17 @@ fn diff_exits_1_naming_each_regression() {
     assert!(out.contains("regressed: another backend: "), "{out}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn version_and_unreadable_files() {
+    let (code, out, _) = cli(&["--version"]);
+    assert_eq!(code, Some(0));
+    assert_eq!(
+        out,
+        format!("commcheck-report {}\n", env!("CARGO_PKG_VERSION"))
+    );
+    // An unreadable file is exit status 2 (usage or I/O error), not 1 (rejected).
+    let (code, _, err) = cli(&["verify", "/nonexistent/commcheck/report.json"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("cannot read"), "{err}");
+}

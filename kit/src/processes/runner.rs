@@ -13,7 +13,7 @@ use crate::case::Case;
 use crate::catalogue::catalogue_within;
 use crate::harness::Harness;
 use crate::runner::results::{CaseResult, RunResults};
-use crate::runner::{execute_with, run_trials, settings_or_exit, summary, write_results};
+use crate::runner::{execute_with, report, run_trials, settings_or_exit, summary, write_results};
 use crate::settings::{Isolation, Settings};
 
 /// Runs `case` with every world across the processes.
@@ -224,14 +224,11 @@ pub fn main_across<H: Harness>(processes: Processes, harness: H) -> ! {
     let (conclusion, cases) = run_trials(cases, base, &args, exec, done);
     control.broadcast(&Message::Done);
     if let Some(cases) = cases {
-        let results = results(&*harness, size, base, cases, None);
-        for line in results.family_summary() {
-            println!("commcheck {line}");
-        }
-        match write_results(&results, &settings) {
-            Ok(path) => println!("commcheck results ({size} processes): {}", path.display()),
-            Err(error) => eprintln!("commcheck: {error}"),
-        }
+        report(
+            &results(&*harness, size, base, cases, None),
+            &settings,
+            &args,
+        );
     }
     processes.exit(if conclusion.has_failed() { 101 } else { 0 })
 }

@@ -383,7 +383,7 @@ pub fn main<H: Harness>(harness: H) -> ! {
     let (conclusion, results) = run_with_settings(harness, &args, &settings);
     if !args.list {
         if let Some(results) = results {
-            report(&results, &settings);
+            report(&results, &settings, &args);
         }
     }
     conclusion.exit()
@@ -398,12 +398,26 @@ pub(crate) fn settings_or_exit() -> Settings {
 }
 
 /// Prints the family summary and writes the result file.
-fn report(results: &RunResults, settings: &Settings) {
+/// With `--format json` the lines go to stderr, so that stdout stays the
+/// JSON event stream.
+pub(crate) fn report(results: &RunResults, settings: &Settings, args: &Arguments) {
+    let json = matches!(args.format, Some(libtest_mimic::FormatSetting::Json));
+    let say = |line: String| {
+        if json {
+            eprintln!("{line}");
+        } else {
+            println!("{line}");
+        }
+    };
     for line in results.family_summary() {
-        println!("commcheck {line}");
+        say(format!("commcheck {line}"));
     }
+    let across = results
+        .processes
+        .map(|n| format!(" ({n} processes)"))
+        .unwrap_or_default();
     match write_results(results, settings) {
-        Ok(path) => println!("commcheck results: {}", path.display()),
+        Ok(path) => say(format!("commcheck results{across}: {}", path.display())),
         Err(error) => eprintln!("commcheck: {error}"),
     }
 }
