@@ -78,5 +78,7 @@ pub use model::{
 pub use provenance::Environment;
 pub use verify::{load, load_file, verify, verify_file};
 
-/// The backends bundled with commcheck that `certify` can run by name.
-pub const BUNDLED_BACKENDS: &[&str] = &["cpu"];
+/// The backends bundled with commcheck that `certify` can run by name: the
+/// CPU reference backend with the `cpu` feature (a default one), none
+/// without it. A vendor certifies their own harness with [`certify()`].
+pub const BUNDLED_BACKENDS: &[&str] = if cfg!(feature = "cpu") { &["cpu"] } else { &[] };

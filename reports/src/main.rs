@@ -7,11 +7,11 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-#[cfg(feature = "mpi")]
+#[cfg(all(feature = "mpi", feature = "cpu"))]
 use commcheck_report::certify_across;
 use commcheck_report::markdown::SUMMARY_CAP;
 use commcheck_report::{
-    certify, diff, load_file, markdown, verify, CertifyOptions, Expectations, Level, Status,
+    diff, load_file, markdown, verify, CertifyOptions, Expectations, Level, Status,
     BUNDLED_BACKENDS,
 };
 
@@ -204,30 +204,56 @@ fn run_certify(parsed: &Parsed) -> Result<ExitCode, Usage> {
         progress: commcheck_report::ProgressStyle::for_stderr(),
         keep_partial: false,
     };
-    #[cfg(feature = "mpi")]
+    #[cfg(all(feature = "mpi", feature = "cpu"))]
     if commcheck::processes::Processes::launched() {
         return certify_across_processes(backend, &options, required);
     }
-    let certification = match backend {
-        "cpu" => certify(
+    let certification = certify_bundled(backend, &options)?;
+    Ok(conclude(&certification, required))
+}
+
+/// Certifies the bundled backend `backend` in this process.
+#[cfg(feature = "cpu")]
+fn certify_bundled(
+    backend: &str,
+    options: &CertifyOptions,
+) -> Result<commcheck_report::Certification, Usage> {
+    match backend {
+        "cpu" => commcheck_report::certify(
             commcheck_reference::cpu::CpuHarness::new(),
             |_| true,
-            &options,
-        ),
-        other => {
-            return Err(Usage(format!(
-                "unknown backend `{other}`: the bundled backends are {}",
-                BUNDLED_BACKENDS.join(", ")
-            )))
-        }
+            options,
+        )
+        .map_err(|error| Usage(format!("certify: {error}"))),
+        other => Err(unknown_backend(other)),
     }
-    .map_err(|error| Usage(format!("certify: {error}")))?;
-    Ok(conclude(&certification, required))
+}
+
+/// Without the `cpu` feature no backend is bundled.
+#[cfg(not(feature = "cpu"))]
+fn certify_bundled(
+    backend: &str,
+    _options: &CertifyOptions,
+) -> Result<commcheck_report::Certification, Usage> {
+    Err(unknown_backend(backend))
+}
+
+/// `certify` names a backend this build does not bundle.
+fn unknown_backend(name: &str) -> Usage {
+    let bundled = if BUNDLED_BACKENDS.is_empty() {
+        "none (built without the `cpu` feature)".to_owned()
+    } else {
+        BUNDLED_BACKENDS.join(", ")
+    };
+    Usage(format!(
+        "unknown backend `{name}`: the bundled backends are {bundled}; certify your own \
+         harness with the library's `commcheck_report::certify`"
+    ))
 }
 
 /// `certify` in every process of `mpirun -n N commcheck-report certify cpu`:
 /// the ranks of every world are the launch's processes; rank 0 writes.
-#[cfg(feature = "mpi")]
+#[cfg(all(feature = "mpi", feature = "cpu"))]
 fn certify_across_processes(
     backend: &str,
     options: &CertifyOptions,
@@ -236,10 +262,7 @@ fn certify_across_processes(
     use commcheck::processes::Processes;
     use commcheck_reference::cpu::{CpuHarness, CpuProcesses};
     if backend != "cpu" {
-        return Err(Usage(format!(
-            "unknown backend `{backend}`: the bundled backends are {}",
-            BUNDLED_BACKENDS.join(", ")
-        )));
+        return Err(unknown_backend(backend));
     }
     let processes = Processes::from_mpi().map_err(|error| Usage(format!("certify: {error}")))?;
     let code = match CpuProcesses::connect(&processes)
