@@ -377,6 +377,31 @@ fn bad_settings_are_errors_naming_the_variable() -> Result<(), Failed> {
     Ok(())
 }
 
+/// Like libtest, `commcheck::main` takes several filters: a case is listed
+/// (or run) when its name matches one of them.
+fn several_filters_pick_the_union() -> Result<(), Failed> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let output = std::process::Command::new(&exe)
+        .args(["--list", "SUM-1", "BAR-1", "--format", "terse"])
+        .env("HOSTILE_MODE", "WorldFails")
+        .output()
+        .map_err(|e| e.to_string())?;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let listed: Vec<&str> = stdout
+        .lines()
+        .filter_map(|line| line.strip_suffix(": test"))
+        .collect();
+    if !output.status.success() || listed != ["SUM-1::all_reduce_sum", "BAR-1::barrier"] {
+        return Err(format!(
+            "expected SUM-1::all_reduce_sum and BAR-1::barrier listed, got status {} and:\n{stdout}{}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr)
+        )
+        .into());
+    }
+    Ok(())
+}
+
 fn main() {
     if let Some(mode) = std::env::var("HOSTILE_MODE")
         .ok()
@@ -416,6 +441,10 @@ fn main() {
         Trial::test(
             "bad_settings_are_errors_naming_the_variable",
             bad_settings_are_errors_naming_the_variable,
+        ),
+        Trial::test(
+            "several_filters_pick_the_union",
+            several_filters_pick_the_union,
         ),
         Trial::test("harness_that_cannot_build_a_world_fails_clearly", || {
             broken_harness_fails_clearly(Mode::WorldFails, "no device available for a world")

@@ -4,8 +4,6 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use libtest_mimic::Arguments;
-
 use super::control::{Control, Message, Stop};
 use super::world::run_world_across;
 use super::{ProcessError, Processes};
@@ -13,7 +11,10 @@ use crate::case::Case;
 use crate::catalogue::catalogue_within;
 use crate::harness::Harness;
 use crate::runner::results::{CaseResult, RunResults};
-use crate::runner::{execute_with, report, run_trials, settings_or_exit, summary, write_results};
+use crate::runner::{
+    command_line, execute_with, picked, report, run_trials, settings_or_exit, summary,
+    write_results,
+};
 use crate::settings::{Isolation, Settings};
 
 /// Runs `case` with every world across the processes.
@@ -183,11 +184,14 @@ pub fn main_across<H: Harness>(processes: Processes, harness: H) -> ! {
         };
         processes.exit(code);
     }
-    let mut args = Arguments::from_args();
+    let (mut args, filters) = command_line();
     // One case at a time: every process takes part in every world.
     args.test_threads = Some(1);
     let size = control.size();
-    let cases = catalogue_within(&*harness, Some(size));
+    let cases: Vec<Case<H>> = catalogue_within(&*harness, Some(size))
+        .into_iter()
+        .filter(|case| picked(&filters, args.exact, &case.name()))
+        .collect();
     let total = cases.len();
     let ran: Arc<Mutex<Vec<CaseResult>>> = Arc::default();
     let exec = {

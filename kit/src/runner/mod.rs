@@ -1,7 +1,7 @@
 //! The runner: watchdog, verdicts, retries, process isolation, and a
-//! libtest-compatible command line (filters, `--exact`, `--list`,
-//! `--include-ignored`, `--format`), so `cargo test`, `cargo nextest run` and
-//! IDE runners work.
+//! libtest-compatible command line (any number of filters, `--exact`,
+//! `--skip`, `--list`, `--ignored`, `--include-ignored`, `--format`), so
+//! `cargo test`, `cargo nextest run` and IDE runners work.
 //!
 //! Environment: the `COMMCHECK_*` variables of [`crate::settings`], read
 //! strictly when a run starts (a bad value is an error naming the variable).
@@ -375,18 +375,71 @@ pub(crate) fn summary<H: Harness>(harness: &H, seed: u64, cases: Vec<CaseResult>
 /// A bad `COMMCHECK_*` setting ends it at once with status 2, naming the
 /// variable.
 pub fn main<H: Harness>(harness: H) -> ! {
-    let args = Arguments::from_args();
+    let (args, filters) = command_line();
     let settings = settings_or_exit();
     if isolation::is_child() {
         isolation::child_main(harness, &args, settings.case_timeout);
     }
-    let (conclusion, results) = run_with_settings(harness, &args, &settings);
+    let (conclusion, results) = run_with_settings(harness, &args, &filters, &settings);
     if !args.list {
         if let Some(results) = results {
             report(&results, &settings, &args);
         }
     }
     conclusion.exit()
+}
+
+/// libtest's command line: libtest takes any number of filters (a test runs
+/// when its name matches one of them), libtest-mimic one. With two or more,
+/// they are taken out of the arguments and returned, to be applied to the
+/// catalogue ([`picked`]); with one or none, libtest-mimic applies it.
+pub(crate) fn command_line() -> (Arguments, Vec<String>) {
+    let raw: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    // Options of libtest-mimic 0.8 that take a value as the next argument.
+    const VALUED: &[&str] = &[
+        "-Z",
+        "--test-threads",
+        "--logfile",
+        "--skip",
+        "--color",
+        "--format",
+    ];
+    let mut kept = Vec::with_capacity(raw.len());
+    let mut filters = Vec::new();
+    let mut rest = raw.iter();
+    if let Some(program) = rest.next() {
+        kept.push(program.clone());
+    }
+    while let Some(arg) = rest.next() {
+        let text = arg.to_string_lossy();
+        if VALUED.contains(&text.as_ref()) {
+            kept.push(arg.clone());
+            if let Some(value) = rest.next() {
+                kept.push(value.clone());
+            }
+        } else if text.starts_with('-') {
+            kept.push(arg.clone());
+        } else {
+            filters.push(text.into_owned());
+        }
+    }
+    if filters.len() <= 1 {
+        return (Arguments::from_args(), Vec::new());
+    }
+    (Arguments::from_iter(kept), filters)
+}
+
+/// Whether the filters taken out by [`command_line`] pick `name` (all do
+/// when there are none): a substring match, or with `--exact` an equal one.
+pub(crate) fn picked(filters: &[String], exact: bool, name: &str) -> bool {
+    filters.is_empty()
+        || filters.iter().any(|filter| {
+            if exact {
+                name == filter
+            } else {
+                name.contains(filter.as_str())
+            }
+        })
 }
 
 /// The settings, or (on a bad one) a message naming it and exit status 2.
@@ -454,18 +507,28 @@ pub fn run_with<H: Harness>(
     harness: H,
     args: &Arguments,
 ) -> Result<(libtest_mimic::Conclusion, Option<RunResults>), SettingsError> {
-    Ok(run_with_settings(harness, args, &Settings::from_env()?))
+    Ok(run_with_settings(
+        harness,
+        args,
+        &[],
+        &Settings::from_env()?,
+    ))
 }
 
+/// [`run_with`], the catalogue narrowed to what `filters` pick ([`picked`]).
 fn run_with_settings<H: Harness>(
     harness: H,
     args: &Arguments,
+    filters: &[String],
     settings: &Settings,
 ) -> (libtest_mimic::Conclusion, Option<RunResults>) {
     let harness = Arc::new(harness);
     let (base, limit) = (settings.base_seed(), settings.case_timeout);
     let isolate = settings.isolation == Isolation::Process;
-    let cases = catalogue(&*harness);
+    let cases: Vec<Case<H>> = catalogue(&*harness)
+        .into_iter()
+        .filter(|case| picked(filters, args.exact, &case.name()))
+        .collect();
     let running = Arc::clone(&harness);
     let exec = move |case: &Case<H>| {
         if isolate && case.script.is_ok() {
