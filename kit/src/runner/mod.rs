@@ -432,14 +432,16 @@ pub(crate) fn command_line() -> (Arguments, Vec<String>) {
 /// Whether the filters taken out by [`command_line`] pick `name` (all do
 /// when there are none): a substring match, or with `--exact` an equal one.
 pub(crate) fn picked(filters: &[String], exact: bool, name: &str) -> bool {
-    filters.is_empty()
-        || filters.iter().any(|filter| {
-            if exact {
-                name == filter
-            } else {
-                name.contains(filter.as_str())
-            }
-        })
+    filters.is_empty() || filters.iter().any(|filter| matches(filter, exact, name))
+}
+
+/// libtest's match of one filter: a substring, or with `--exact` the name.
+fn matches(filter: &str, exact: bool, name: &str) -> bool {
+    if exact {
+        name == filter
+    } else {
+        name.contains(filter)
+    }
 }
 
 /// The settings, or (on a bad one) a message naming it and exit status 2.
@@ -547,14 +549,8 @@ fn run_with_settings<H: Harness>(
 /// Whether libtest's filter and `--skip`s in `args` select `name` (ignored
 /// or not).
 fn selected(args: &Arguments, name: &str) -> bool {
-    let matches = |filter: &str| {
-        if args.exact {
-            name == filter
-        } else {
-            name.contains(filter)
-        }
-    };
-    args.filter.as_deref().is_none_or(matches) && !args.skip.iter().any(|skip| matches(skip))
+    picked(args.filter.as_slice(), args.exact, name)
+        && !args.skip.iter().any(|skip| matches(skip, args.exact, name))
 }
 
 /// Runs `cases` as libtest-mimic trials, each by `exec`, calling `done` with

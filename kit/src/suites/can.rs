@@ -39,9 +39,9 @@
 use std::time::{Duration, Instant};
 
 use eredu_core::{BoundedCompletionOutcome, BoundedCompletionWait, CompletionCancellationMode};
-use eredu_runtime::backend::{CommunicationBackend, SubmissionBackend};
+use eredu_runtime::backend::CommunicationBackend;
 
-use super::{bounded, needs, settle, supported, take_probes, Parts};
+use super::{bounded, completed_value, needs, settle, supported, take_probes, Parts};
 use crate::case::{Body, Row};
 use crate::check::{ensure, eventually, slack, Check, Finding};
 use crate::harness::{
@@ -531,31 +531,6 @@ impl<'c, 'w, H: Harness> Round<'c, 'w, H> {
             _ => self.drain(),
         }
     }
-}
-
-/// Submits one materialised value on the rank's executor and waits (bounded
-/// by `limit`) until it completed: a setup step, inconclusive when it fails.
-fn completed_value<H: Harness>(
-    ctx: &RankCtx<'_, H>,
-    limit: Duration,
-    what: impl Fn() -> String,
-) -> Result<Handle<H>, Finding> {
-    let value = ctx.tensor(&[1.0], &[1])?;
-    let completion = Backend::<H>::submit(ctx.executor(), [&value])
-        .map(Handle::Plain)
-        .map_err(|error| {
-            crate::check::setup(format!(
-                "{}: submit of one materialised value failed: {error}",
-                what()
-            ))
-        })?;
-    wait_within(&completion, limit).map_err(|error| {
-        crate::check::setup(format!(
-            "{}: submit of one materialised value did not complete: {error}",
-            what()
-        ))
-    })?;
-    Ok(completion)
 }
 
 /// A completed completion standing in for a taken one. It evaluates one

@@ -169,6 +169,31 @@ impl<H: Harness> Blocker<H> {
     }
 }
 
+/// Submits one materialised value on the rank's executor and waits (bounded
+/// by `limit`) until it completed: a setup step, inconclusive when it fails.
+pub(crate) fn completed_value<H: Harness>(
+    ctx: &RankCtx<'_, H>,
+    limit: Duration,
+    what: impl Fn() -> String,
+) -> Result<Handle<H>, Finding> {
+    let value = ctx.tensor(&[1.0], &[1])?;
+    let completion = Backend::<H>::submit(ctx.executor(), [&value])
+        .map(Handle::Plain)
+        .map_err(|error| {
+            crate::check::setup(format!(
+                "{}: submit of one materialised value failed: {error}",
+                what()
+            ))
+        })?;
+    wait_within(&completion, limit).map_err(|error| {
+        crate::check::setup(format!(
+            "{}: submit of one materialised value did not complete: {error}",
+            what()
+        ))
+    })?;
+    Ok(completion)
+}
+
 /// Lets pending work try to (wrongly) complete.
 pub(crate) fn settle() {
     std::thread::sleep(slack::SETTLE);

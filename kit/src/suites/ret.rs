@@ -11,8 +11,9 @@ use eredu_core::{BoundedCompletionOutcome, BoundedCompletionWait, CompletionCanc
 use eredu_runtime::backend::{CommunicationBackend, SubmissionBackend};
 
 use super::{
-    all_live, any_completion, bounded, complete, fork_one_lane, local, must_complete, needs,
-    require_probes, settle, take_completion, take_probes, verify_outputs, Blocker,
+    all_live, any_completion, bounded, complete, completed_value, fork_one_lane, local,
+    must_complete, needs, require_probes, settle, take_completion, take_probes, verify_outputs,
+    Blocker,
 };
 use crate::case::{Body, Row};
 use crate::check::{ensure, eventually, slack, Check, Finding};
@@ -452,13 +453,13 @@ fn retained_values_live_until_completion<H: Harness>(
     // application destructors in `resources_releasable`: a backend may defer
     // the drop to its next call on the thread (eredu-backend-mlx does). One
     // ordinary submission gives it that call.
-    let next = next_submission(ctx).map_err(|error| {
-        crate::check::setup(format!(
+    let next = completed_value(ctx, slack::RELEASE, || {
+        format!(
             "{}: the retained value was still alive {:?} after completion and the completion's \
-             drop, and the submission that would let a deferring backend drop it failed: {error}",
+             drop; the submission that would let a deferring backend drop it",
             driver.subject,
             slack::RELEASE_RESOURCES
-        ))
+        )
     })?;
     drop(next);
     ensure(
@@ -481,19 +482,6 @@ fn retained_values_live_until_completion<H: Harness>(
         driver.subject
     ));
     Ok(())
-}
-
-/// One ordinary submission of a materialised value on the rank's executor,
-/// waited for (bounded).
-fn next_submission<H: Harness>(ctx: &RankCtx<'_, H>) -> Result<Handle<H>, String> {
-    let value = ctx
-        .tensor(&[1.0], &[1])
-        .map_err(|finding| format!("{finding:?}"))?;
-    let completion = Backend::<H>::submit(ctx.executor(), [&value])
-        .map(Handle::Plain)
-        .map_err(|error| format!("submit: {error}"))?;
-    crate::matrix::wait_within(&completion, slack::RELEASE)?;
-    Ok(completion)
 }
 
 struct DropFlag(Arc<AtomicBool>);
