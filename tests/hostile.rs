@@ -345,6 +345,40 @@ fn abort_is_contained() -> Result<(), Failed> {
     Ok(())
 }
 
+/// Without process isolation an abort kills the whole run, and libtest
+/// prints nothing about the case in flight; its start mark in the results
+/// directory names it, and merging the records says it never finished.
+fn abort_in_process_is_named_by_the_records() -> Result<(), Failed> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let output = std::process::Command::new(exe)
+        .args(["RET-1::local_dependencies", "RET-2::submit"])
+        .env("HOSTILE_MODE", "Aborts")
+        .env("COMMCHECK_ISOLATION", "thread")
+        .env("COMMCHECK_RESULTS_DIR", dir.path())
+        .output()
+        .map_err(|e| e.to_string())?;
+    if output.status.success() {
+        return Err("expected the in-process run to die of the abort".into());
+    }
+    let collected = commcheck::runner::records::collect(dir.path()).map_err(|e| e.to_string())?;
+    let why = collected.results.incomplete.clone().unwrap_or_default();
+    if !collected
+        .unfinished
+        .contains(&"RET-1::local_dependencies".to_owned())
+        || !why.contains("started and never finished")
+        || !why.contains("RET-1::local_dependencies")
+    {
+        return Err(format!(
+            "expected the records to name RET-1::local_dependencies as started and never \
+             finished; got unfinished {:?}, incomplete {why:?}",
+            collected.unfinished
+        )
+        .into());
+    }
+    Ok(())
+}
+
 /// Every bad `COMMCHECK_*` value stops `commcheck::main` before any case,
 /// with exit status 2 and a message naming the variable and the value.
 fn bad_settings_are_errors_naming_the_variable() -> Result<(), Failed> {
@@ -437,6 +471,10 @@ fn main() {
         Trial::test(
             "abort_under_process_isolation_is_a_crash",
             abort_is_contained,
+        ),
+        Trial::test(
+            "abort_in_process_is_named_by_the_records",
+            abort_in_process_is_named_by_the_records,
         ),
         Trial::test(
             "bad_settings_are_errors_naming_the_variable",

@@ -32,6 +32,10 @@ pub(crate) struct Row<H: Harness> {
     pub(crate) requires: Instruments,
     /// Timing-sensitive: a failure is retried once; fail-then-pass is `flaky`.
     pub(crate) timing: bool,
+    /// Instruments without which a part of the check cannot run: lacking
+    /// any, the case can fail but never pass, so it is listed ignored (a
+    /// static not-supported) and runs only when asked (`--include-ignored`).
+    pub(crate) pass_needs: Instruments,
     pub(crate) body: Body<H>,
 }
 
@@ -48,6 +52,10 @@ pub struct Case<H: Harness> {
     pub(crate) needs: Instruments,
     /// `Err(reason)`: the case is not supported and will not run.
     pub(crate) script: Result<Script<H>, String>,
+    /// `Some(reason)`: the case runs, but a part of it cannot (see
+    /// [`Row::pass_needs`]): its best verdict is not-supported, so runners
+    /// list it ignored.
+    pub(crate) capped: Option<String>,
 }
 
 impl<H: Harness> Case<H> {
@@ -69,6 +77,13 @@ impl<H: Harness> Case<H> {
     /// Why the case cannot run, when it cannot.
     pub fn unsupported(&self) -> Option<&str> {
         self.script.as_ref().err().map(String::as_str)
+    }
+
+    /// Why the case is not-supported before it runs: it cannot run, or a part
+    /// of it cannot (it can then fail, never pass). Runners list such a case
+    /// ignored, with this reason.
+    pub fn not_supported_before_running(&self) -> Option<&str> {
+        self.unsupported().or(self.capped.as_deref())
     }
 
     /// What the verdict rests on at least: `instrumented` when the case needs

@@ -65,6 +65,7 @@ pub(crate) fn catalogue_within<H: Harness>(harness: &H, processes: Option<usize>
                 evidence: Evidence::BlackBox,
                 needs: Instruments::NONE,
                 script: Err(format!("{operation} is not claimed by this backend")),
+                capped: None,
             });
         }
     }
@@ -115,6 +116,14 @@ pub(crate) fn catalogue_within<H: Harness>(harness: &H, processes: Option<usize>
                 )),
                 other => other,
             };
+            let short = instruments.missing(row.pass_needs);
+            let capped = (script.is_ok() && !short.is_empty()).then(|| {
+                format!(
+                    "a part of the check needs the {} instrument, which the harness does not provide, so the case \
+                     can fail but never pass (run it with --include-ignored to check the other parts)",
+                    short.join(", ")
+                )
+            });
             let evidence = if needed == Instruments::NONE {
                 Evidence::BlackBox
             } else {
@@ -128,6 +137,7 @@ pub(crate) fn catalogue_within<H: Harness>(harness: &H, processes: Option<usize>
                 evidence,
                 needs: needed,
                 script,
+                capped,
             });
         }
     }

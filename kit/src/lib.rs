@@ -6,14 +6,18 @@
 //! proven able to fail by a planted defect of the CPU reference backend.
 //!
 //! ```toml
-//! # Cargo.toml of the backend crate
+//! # Cargo.toml of the backend crate, beside a checkout of commcheck
 //! [dev-dependencies]
-//! commcheck = "0.1"
+//! commcheck = { path = "../commcheck/kit" }
 //!
 //! [[test]]
 //! name = "commcheck"
 //! harness = false
 //! ```
+//!
+//! commcheck is not on crates.io yet: depend on a checkout (the path form
+//! above) or on its git repository (`commcheck = { git = "<repository>" }`).
+//! Once it is published, `commcheck = "0.1"` does the same.
 //!
 //! The harness below is the least a vendor writes: the CPU reference backend,
 //! claiming `sum_reduction` and `barrier`, with no instrument, every world
@@ -53,7 +57,7 @@
 //!   instrument, it lets EXC-8's timeout clause be read without an observer.
 //!
 //! A backend with one rank per process runs the same cases under `mpirun`
-//! (the `mpi` feature): [`processes::main_across`] instead of [`main`], each
+//! (the `mpi` feature): [`processes::main_across`] instead of [`main()`], each
 //! process building only its own rank; see [`processes`].
 //!
 //! ```no_run
@@ -77,7 +81,11 @@
 //!     type Route = CpuRoute;
 //!
 //!     fn identity(&self) -> Identity {
-//!         Identity { name: "minimal".into(), version: "0.1.0".into(), device: "host".into() }
+//!         Identity {
+//!             name: "minimal".into(),
+//!             version: "0.1.0".into(),
+//!             device: "host".into(),
+//!         }
 //!     }
 //!     fn claims(&self) -> Claims<Self> {
 //!         Claims::none().sum_reduction().barrier()
@@ -86,8 +94,14 @@
 //!         Ok((CpuDevice::new(), ranks))
 //!     }
 //!     fn rank(&self, (device, size): &(CpuDevice, usize), rank: usize) -> Result<Rank, HarnessError> {
-//!         let group = device.join_group("world", *size, rank).map_err(HarnessError::new)?;
-//!         Ok(Rank { device: device.clone(), executor: device.executor(), group })
+//!         let group = device
+//!             .join_group("world", *size, rank)
+//!             .map_err(HarnessError::new)?;
+//!         Ok(Rank {
+//!             device: device.clone(),
+//!             executor: device.executor(),
+//!             group,
+//!         })
 //!     }
 //!     fn executor<'r>(&self, rank: &'r Rank) -> &'r CpuExecutor {
 //!         &rank.executor
@@ -98,28 +112,53 @@
 //!     fn group<'r>(&self, rank: &'r Rank) -> &'r CpuGroup {
 //!         &rank.group
 //!     }
-//!     fn route(&self, rank: &Rank, id: u64, from: usize, to: usize) -> Result<CpuRoute, HarnessError> {
+//!     fn route(
+//!         &self,
+//!         rank: &Rank,
+//!         id: u64,
+//!         from: usize,
+//!         to: usize,
+//!     ) -> Result<CpuRoute, HarnessError> {
 //!         let me = rank.group.member();
-//!         rank.device.route(CommunicationRouteId::new(id), from, to, me).map_err(HarnessError::new)
+//!         rank.device
+//!             .route(CommunicationRouteId::new(id), from, to, me)
+//!             .map_err(HarnessError::new)
 //!     }
-//!     fn tensor(&self, rank: &Rank, values: &[f32], shape: &[usize]) -> Result<CpuTensor, HarnessError> {
+//!     fn tensor(
+//!         &self,
+//!         rank: &Rank,
+//!         values: &[f32],
+//!         shape: &[usize],
+//!     ) -> Result<CpuTensor, HarnessError> {
 //!         let shape: Vec<i32> = shape.iter().map(|&d| d as i32).collect();
-//!         rank.device.tensor(values, &shape).map_err(HarnessError::new)
+//!         rank.device
+//!             .tensor(values, &shape)
+//!             .map_err(HarnessError::new)
 //!     }
 //!     fn read(&self, _: &Rank, tensor: &CpuTensor) -> Result<Vec<f32>, HarnessError> {
-//!         tensor.read_materialised().ok_or_else(|| HarnessError("not materialised".into()))
+//!         tensor
+//!             .read_materialised()
+//!             .ok_or_else(|| HarnessError("not materialised".into()))
 //!     }
 //! }
 //!
-//! fn main() {
-//!     commcheck::main(Minimal)
-//! }
+//! // `fn main`, and a test that fails if Cargo.toml lacks `harness = false`.
+//! commcheck::main!(Minimal);
 //! ```
 //!
 //! Verdicts are `pass`, `fail`, `not-supported` (shown as ignored, with its
 //! reason), `timeout`, `crash` and `flaky`. Every case runs under a watchdog
 //! on its own rank threads; a hang or a panic in backend code never stops the
-//! run. See [`runner`] for the environment variables.
+//! run. See [`settings`] for the environment variables.
+//!
+//! Every case that runs leaves a record in a results directory
+//! (`target/commcheck/<backend>/` by default), whichever runner ran it: one
+//! `cargo test` process, one `cargo nextest run` process per case, shards,
+//! or child processes. `commcheck-report report target/commcheck/<backend>`
+//! merges them into one certification, and says when the run was partial
+//! (see [`runner::records`]). The repository's `templates/backend` is a
+//! backend crate with all of this wired in: nextest with JUnit, a signed
+//! report, and a GitHub Actions recipe.
 
 /// Version of this kit; certification reports record it.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

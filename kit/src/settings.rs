@@ -6,10 +6,11 @@
 //! | Variable | Accepted | Default |
 //! |---|---|---|
 //! | `COMMCHECK_CASE_TIMEOUT_MS` | per-case watchdog, whole milliseconds from 100 to 3 600 000 | 20 000 |
-//! | `COMMCHECK_SEED` | base seed, a decimal `u64` (replays a run: the seed is in every result file) | from the clock, recorded |
+//! | `COMMCHECK_SEED` | base seed, a decimal `u64` (replays a run: the seed is in every result file) | under nextest, derived from `NEXTEST_RUN_ID` (one seed for the run's processes); else from the clock; recorded |
 //! | `COMMCHECK_JOBS` | cases [`crate::run_cases`] runs at once, 1 to 256 | 2 |
 //! | `COMMCHECK_ISOLATION` | `thread` (cases in this process) or `process` (each case in a child process: aborts and segfaults become `crash`) | `thread` |
-//! | `COMMCHECK_RESULTS` | path of the JSON result file | `target/commcheck/<backend>.json` |
+//! | `COMMCHECK_RESULTS_DIR` | the results directory: one record per case, merged by `commcheck-report report` (see [`crate::runner::records`]) | `commcheck/<backend>` in cargo's target directory |
+//! | `COMMCHECK_RESULTS` | also write this process's whole run to this JSON file (for tools that merge launches) | not written |
 //!
 //! ```
 //! use commcheck::settings::{Settings, SettingsError};
@@ -48,8 +49,14 @@ pub struct Settings {
     pub jobs: usize,
     /// Where cases run (`COMMCHECK_ISOLATION`).
     pub isolation: Isolation,
-    /// The result file (`COMMCHECK_RESULTS`); `None`: the default path.
+    /// The whole-run result file (`COMMCHECK_RESULTS`); `None`: none.
     pub results: Option<PathBuf>,
+    /// The results directory (`COMMCHECK_RESULTS_DIR`); `None`: the
+    /// default, [`crate::runner::records::default_dir`].
+    pub results_dir: Option<PathBuf>,
+    /// The nextest run this process belongs to (`NEXTEST_RUN_ID`, set by
+    /// nextest): the base seed is derived from it when none is set.
+    pub nextest_run: Option<String>,
 }
 
 /// A `COMMCHECK_*` variable with a value the runner does not accept.
@@ -84,6 +91,8 @@ const JOBS_EXPECTED: &str = "a whole number of cases from 1 to 256 (default 2)";
 const ISOLATION: &str = "COMMCHECK_ISOLATION";
 const ISOLATION_EXPECTED: &str = "`thread` (the default) or `process`";
 const RESULTS: &str = "COMMCHECK_RESULTS";
+const RESULTS_DIR: &str = "COMMCHECK_RESULTS_DIR";
+const NEXTEST_RUN: &str = "NEXTEST_RUN_ID";
 
 /// Every variable, with what it accepts.
 const VARIABLES: &[(&str, &str)] = &[
@@ -101,8 +110,8 @@ impl Settings {
             Ok(value) => Some(value),
             Err(std::env::VarError::NotPresent) => None,
             Err(std::env::VarError::NotUnicode(_)) => {
-                // A result path need not be Unicode (read below).
-                if name != RESULTS {
+                // Paths need not be Unicode (read below).
+                if name != RESULTS && name != RESULTS_DIR {
                     not_unicode = not_unicode.or(VARIABLES.iter().find(|(v, _)| *v == name));
                 }
                 None
@@ -112,9 +121,13 @@ impl Settings {
             return Err(SettingsError::NotUnicode { variable, expected });
         }
         let mut settings = settings?;
-        settings.results = std::env::var_os(RESULTS)
-            .filter(|path| !path.is_empty())
-            .map(PathBuf::from);
+        let path = |name| {
+            std::env::var_os(name)
+                .filter(|path| !path.is_empty())
+                .map(PathBuf::from)
+        };
+        settings.results = path(RESULTS);
+        settings.results_dir = path(RESULTS_DIR);
         Ok(settings)
     }
 
@@ -153,23 +166,35 @@ impl Settings {
             Some(other) => return Err(invalid(ISOLATION, other.to_owned(), ISOLATION_EXPECTED)),
         };
         let results = value(RESULTS).map(PathBuf::from);
+        let results_dir = value(RESULTS_DIR).map(PathBuf::from);
+        let nextest_run = value(NEXTEST_RUN);
         Ok(Self {
             case_timeout,
             seed,
             jobs,
             isolation,
             results,
+            results_dir,
+            nextest_run,
         })
     }
 
-    /// The base seed: [`Settings::seed`], or one from the clock.
+    /// The base seed: [`Settings::seed`]; else, under nextest, one derived
+    /// from the run's ID, so that every process of one `cargo nextest run`
+    /// has the same; else one from the clock.
     pub fn base_seed(&self) -> u64 {
-        self.seed.unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_nanos() as u64)
-                .unwrap_or(0x5eed)
-        })
+        if let Some(seed) = self.seed {
+            return seed;
+        }
+        if let Some(run) = &self.nextest_run {
+            return run.bytes().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
+                (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
+            });
+        }
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0x5eed)
     }
 }
 
@@ -201,7 +226,19 @@ mod tests {
         assert_eq!(settings.jobs, 2);
         assert_eq!(settings.isolation, Isolation::Thread);
         assert_eq!(settings.results, None);
+        assert_eq!(settings.results_dir, None);
         assert_eq!(read(&[(JOBS, "")]).unwrap().jobs, 2);
+    }
+
+    #[test]
+    fn the_processes_of_one_nextest_run_share_a_seed() {
+        let one = read(&[(NEXTEST_RUN, "0b4d7c1e")]).unwrap();
+        let same = read(&[(NEXTEST_RUN, "0b4d7c1e")]).unwrap();
+        let other = read(&[(NEXTEST_RUN, "9f00aa21")]).unwrap();
+        assert_eq!(one.base_seed(), same.base_seed());
+        assert_ne!(one.base_seed(), other.base_seed());
+        let set = read(&[(NEXTEST_RUN, "0b4d7c1e"), (SEED, "7")]).unwrap();
+        assert_eq!(set.base_seed(), 7, "COMMCHECK_SEED wins");
     }
 
     #[test]
@@ -212,6 +249,7 @@ mod tests {
             (JOBS, "4"),
             (ISOLATION, "process"),
             (RESULTS, "out/r.json"),
+            (RESULTS_DIR, "out/records"),
         ])
         .unwrap();
         assert_eq!(settings.case_timeout, Duration::from_millis(1500));
@@ -220,6 +258,7 @@ mod tests {
         assert_eq!(settings.jobs, 4);
         assert_eq!(settings.isolation, Isolation::Process);
         assert_eq!(settings.results, Some(PathBuf::from("out/r.json")));
+        assert_eq!(settings.results_dir, Some(PathBuf::from("out/records")));
     }
 
     #[test]

@@ -32,7 +32,7 @@
 //!
 //! Both detect accidental or careless edits and corruption. They are not
 //! signatures: whoever can edit a report can recompute them. Sign the file
-//! (or publish its digest elsewhere) when authenticity matters.
+//! ([`crate::signature`]) when authenticity matters.
 
 use serde_json::Value;
 use sha2::{Digest, Sha256};

@@ -20,6 +20,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use commcheck::{Case, CaseResult, Harness};
+use indicatif::{ProgressBar, ProgressDrawTarget};
 use serde_json::Value;
 
 use crate::expectations::Expectations;
@@ -55,7 +56,9 @@ pub struct CertifyOptions {
 pub enum ProgressStyle {
     /// Nothing.
     Off,
-    /// One line, rewritten in place as each case finishes (a terminal).
+    /// A progress bar on stderr, redrawn in place as cases finish (cases
+    /// done out of the total, the failing count, the last case and its
+    /// status unless it passed); drawn only when stderr is a terminal.
     Line,
     /// A plain line every [`PLAIN_EVERY`] cases and for every failing case,
     /// so CI logs show the run going on.
@@ -123,6 +126,17 @@ pub fn write_atomically(path: &Path, text: &str) -> Result<(), CertifyError> {
         _ => Path::new("."),
     };
     let mut temporary = tempfile::NamedTempFile::new_in(folder).map_err(|e| io_error(folder, e))?;
+    // Reports are for sharing; tempfile creates its files readable by their
+    // owner only.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let readable = std::fs::Permissions::from_mode(0o644);
+        temporary
+            .as_file()
+            .set_permissions(readable)
+            .map_err(|e| io_error(temporary.path(), e))?;
+    }
     temporary
         .write_all(text.as_bytes())
         .and_then(|()| temporary.as_file().sync_all())
@@ -225,9 +239,10 @@ pub fn write_report(report: &Report, out: &Path) -> Result<Vec<PathBuf>, Certify
     let json = report
         .to_json()
         .map_err(|e| CertifyError(format!("cannot serialise the report: {e}")))?;
+    let junit = junit::render(report).map_err(|e| CertifyError(e.to_string()))?;
     let files = [
         (REPORT_FILE, json),
-        (JUNIT_FILE, junit::render(report)),
+        (JUNIT_FILE, junit),
         (SUMMARY_FILE, markdown::render(report)),
     ];
     let mut written = Vec::new();
@@ -284,16 +299,26 @@ struct Progress {
     style: ProgressStyle,
     done: AtomicUsize,
     failing: AtomicUsize,
-    width: AtomicUsize,
+    /// The bar of [`ProgressStyle::Line`].
+    bar: Option<ProgressBar>,
 }
+
+/// The bar's layout: `[####....] 12/236 cases, 1 failing: CAN-2::barrier fail`.
+const BAR_TEMPLATE: &str = "[{bar:20}] {pos}/{len} cases, {wide_msg}";
 
 impl Progress {
     fn new(style: ProgressStyle) -> Self {
+        let bar = (style == ProgressStyle::Line).then(|| {
+            let look = indicatif::ProgressStyle::with_template(BAR_TEMPLATE)
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+                .progress_chars("##.");
+            ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr()).with_style(look)
+        });
         Self {
             style,
             done: AtomicUsize::new(0),
             failing: AtomicUsize::new(0),
-            width: AtomicUsize::new(0),
+            bar,
         }
     }
 
@@ -303,7 +328,7 @@ impl Progress {
             self.failing.fetch_add(1, Ordering::SeqCst);
         }
         match self.style {
-            ProgressStyle::Off => return,
+            ProgressStyle::Off => {}
             ProgressStyle::Plain => {
                 if case.status.is_failure() || done % PLAIN_EVERY == 0 || done == total {
                     eprintln!(
@@ -316,33 +341,33 @@ impl Progress {
                         }
                     );
                 }
-                return;
             }
-            ProgressStyle::Line => {}
+            ProgressStyle::Line => {
+                let Some(bar) = &self.bar else { return };
+                let status = if case.status == Status::Pass {
+                    String::new()
+                } else {
+                    format!(" {}", case.status)
+                };
+                bar.set_length(u64::try_from(total).unwrap_or(u64::MAX));
+                bar.set_message(format!(
+                    "{} failing: {}{status}",
+                    self.failing.load(Ordering::SeqCst),
+                    case.name
+                ));
+                bar.inc(1);
+            }
         }
-        let filled = (done * 20).checked_div(total).unwrap_or(20).min(20);
-        let status = if case.status == Status::Pass {
-            String::new()
-        } else {
-            format!(" {}", case.status)
-        };
-        let line = format!(
-            "[{}{}] {done}/{total}, {} failing: {}{status}",
-            "#".repeat(filled),
-            ".".repeat(20 - filled),
-            self.failing.load(Ordering::SeqCst),
-            case.name,
-        );
-        let previous = self.width.swap(line.chars().count(), Ordering::SeqCst);
-        let pad = " ".repeat(previous.saturating_sub(line.chars().count()));
-        let mut stderr = std::io::stderr().lock();
-        let _ = write!(stderr, "\r{line}{pad}");
-        let _ = stderr.flush();
     }
 
+    /// Leaves the bar's last state on screen (nothing when no case ran).
     fn finish(&self) {
-        if self.style == ProgressStyle::Line && self.done.load(Ordering::SeqCst) > 0 {
-            eprintln!();
+        if let Some(bar) = &self.bar {
+            if self.done.load(Ordering::SeqCst) > 0 {
+                bar.finish();
+            } else {
+                bar.finish_and_clear();
+            }
         }
     }
 }

@@ -15,9 +15,10 @@
 //! the same backend is what a diff is for). `commcheck-report diff` exits 1
 //! when that list is not empty.
 
+use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 
-use crate::model::{Level, Report, Status};
+use crate::model::{Level, Report, ReportCase, Status};
 use commcheck::Identity;
 
 /// One case whose status changed.
@@ -63,8 +64,15 @@ pub fn diff(old: &Report, new: &Report) -> Diff {
             .then(|| (describe(was), describe(is))),
         ..Diff::default()
     };
+    // The first result of each name (`diff` does not verify: a name may
+    // repeat), looked up in one pass rather than a scan per case.
+    let mut old_by_name: HashMap<&str, &ReportCase> = HashMap::with_capacity(old.cases.len());
+    for case in &old.cases {
+        old_by_name.entry(case.name.as_str()).or_insert(case);
+    }
+    let new_names: HashSet<&str> = new.cases.iter().map(|c| c.name.as_str()).collect();
     for case in &new.cases {
-        let Some(before) = old.cases.iter().find(|c| c.name == case.name) else {
+        let Some(before) = old_by_name.get(case.name.as_str()) else {
             diff.new.push((case.name.clone(), case.status));
             continue;
         };
@@ -92,7 +100,7 @@ pub fn diff(old: &Report, new: &Report) -> Diff {
     diff.removed = old
         .cases
         .iter()
-        .filter(|c| !new.cases.iter().any(|n| n.name == c.name))
+        .filter(|c| !new_names.contains(c.name.as_str()))
         .map(|c| (c.name.clone(), c.status))
         .collect();
     diff

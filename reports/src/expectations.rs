@@ -14,7 +14,15 @@
 //! case that passes is reported `unexpected-pass`; an entry that matches no
 //! case is listed in the report's `unused_waivers`. An entry for a specific
 //! subject takes precedence over a `"*"` entry of the same invariant.
+//!
+//! The file is UTF-8 TOML of at most [`crate::verify::MAX_INPUT_BYTES`]
+//! ([`Expectations::load`] refuses a larger one before reading it); a
+//! leading byte-order mark is ignored, as in a JSON report. A key repeated
+//! in one table (two `reason`s in a waiver) is a TOML error, so no copy is
+//! picked silently. Every problem names the file, the line and the field.
 
+use std::borrow::Cow;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 use commcheck::{Operation, Subject};
@@ -85,6 +93,17 @@ struct RawWaiver {
     link: Option<Spanned<String>>,
 }
 
+/// Longest value or TOML message quoted in a problem, in characters.
+const QUOTE_CHARS: usize = 240;
+
+/// `text`, cut to `max` characters with `…` and the full length when longer.
+fn shorten(text: &str, max: usize) -> Cow<'_, str> {
+    match text.char_indices().nth(max) {
+        None => Cow::Borrowed(text),
+        Some((end, _)) => Cow::Owned(format!("{}… ({} bytes in all)", &text[..end], text.len())),
+    }
+}
+
 /// 1-based line of byte `offset` in `text`.
 fn line_of(text: &str, offset: usize) -> usize {
     let end = offset.min(text.len());
@@ -118,10 +137,11 @@ impl Expectations {
         &self.entries
     }
 
-    /// Reads and parses the file at `path`.
+    /// Reads ([`crate::verify::read_text`]: size limit, UTF-8, not a
+    /// folder) and parses the file at `path`.
     pub fn load(path: &Path) -> Result<Self, ExpectationsError> {
-        let text = std::fs::read_to_string(path).map_err(|error| ExpectationsError {
-            problems: vec![format!("{}: cannot read: {error}", path.display())],
+        let text = crate::verify::read_text(path).map_err(|problem| ExpectationsError {
+            problems: vec![problem],
         })?;
         Self::parse(&text, &path.display().to_string())
     }
@@ -130,16 +150,25 @@ impl Expectations {
     pub fn parse(text: &str, source: &str) -> Result<Self, ExpectationsError> {
         let raw: RawFile = toml::from_str(text).map_err(|error| {
             let line = error.span().map_or(1, |span| line_of(text, span.start));
-            let context = text.lines().nth(line - 1).unwrap_or("").trim();
+            let context = text
+                .lines()
+                .nth(line - 1)
+                .unwrap_or("")
+                .trim()
+                .trim_start_matches('\u{feff}');
             ExpectationsError {
                 problems: vec![format!(
-                    "{source}:{line}: {} (at `{context}`)",
-                    error.message().trim()
+                    "{source}:{line}: {} (at `{}`)",
+                    shorten(error.message().trim(), QUOTE_CHARS),
+                    shorten(context, QUOTE_CHARS)
                 )],
             }
         })?;
         let mut problems = Vec::new();
         let mut entries: Vec<(usize, Expectation)> = Vec::new();
+        // The line of the first waiver of each `invariant::subject`.
+        let mut first_line: HashMap<(String, String), usize> = HashMap::new();
+        let subjects = subject_names();
         for (index, waiver) in raw.waiver.iter().enumerate() {
             let line = line_of(text, waiver.span().start);
             let at = |field: &Option<Spanned<String>>| {
@@ -177,13 +206,13 @@ impl Expectations {
             if !entry.invariant.is_empty() && commcheck::spec::invariant(&entry.invariant).is_none()
             {
                 problems.push(format!(
-                    "{source}:{}: waiver #{}: field `invariant`: `{}` is not a SPEC.md invariant ID",
+                    "{source}:{}: waiver #{}: field `invariant`: `{}` is not a SPEC.md invariant ID \
+                     (expected e.g. `CAN-2`)",
                     at(&waiver.invariant),
                     index + 1,
-                    entry.invariant
+                    shorten(&entry.invariant, QUOTE_CHARS)
                 ));
             }
-            let subjects = subject_names();
             if !entry.subject.is_empty()
                 && entry.subject != "*"
                 && !subjects.contains(&entry.subject.as_str())
@@ -192,20 +221,20 @@ impl Expectations {
                     "{source}:{}: waiver #{}: field `subject`: `{}` is not a subject (expected `*` or one of {})",
                     at(&waiver.subject),
                     index + 1,
-                    entry.subject,
+                    shorten(&entry.subject, QUOTE_CHARS),
                     subjects.join(", ")
                 ));
             }
-            if let Some((first, _)) = entries
-                .iter()
-                .find(|(_, e)| e.invariant == entry.invariant && e.subject == entry.subject)
-            {
+            let key = (entry.invariant.clone(), entry.subject.clone());
+            if let Some(first) = first_line.get(&key) {
                 problems.push(format!(
                     "{source}:{line}: waiver #{} repeats `{}::{}` (first waived at line {first})",
                     index + 1,
-                    entry.invariant,
-                    entry.subject
+                    shorten(&entry.invariant, QUOTE_CHARS),
+                    shorten(&entry.subject, QUOTE_CHARS)
                 ));
+            } else {
+                first_line.insert(key, line);
             }
             entries.push((line, entry));
         }
@@ -232,9 +261,20 @@ impl Expectations {
 
     /// Entries that apply to none of `cases`.
     pub fn unused(&self, cases: &[ReportCase]) -> Vec<Expectation> {
+        let invariants: HashSet<&str> = cases.iter().map(|c| c.invariant.as_str()).collect();
+        let exact: HashSet<(&str, &str)> = cases
+            .iter()
+            .map(|c| (c.invariant.as_str(), c.subject.name()))
+            .collect();
         self.entries
             .iter()
-            .filter(|e| !cases.iter().any(|c| e.matches(&c.invariant, c.subject)))
+            .filter(|e| {
+                if e.subject == "*" {
+                    !invariants.contains(e.invariant.as_str())
+                } else {
+                    !exact.contains(&(e.invariant.as_str(), e.subject.as_str()))
+                }
+            })
             .cloned()
             .collect()
     }

@@ -1,58 +1,78 @@
-//! The JUnit XML sink.
+//! The JUnit XML sink, built with [`quick_junit`].
 //!
 //! One `<testsuites>` per report, one `<testsuite>` per SPEC family (in SPEC
 //! order), one `<testcase>` per case (`name` = case name, `classname` =
 //! `commcheck.<family>`, `time` in seconds). Status mapping:
 //! - `pass`: an empty `<testcase>`;
 //! - `not-supported`: `<skipped message="not-supported: …"/>`, never a failure;
-//! - `waived`: `<skipped message="waived (<verdict>): <reason> (<link>)"/>`;
-//! - `fail`, `timeout`, `crash`, `flaky`: `<failure type="fail|timeout|crash|flaky"
-//!   message="…">` with the full message as text;
+//! - `waived`: `<skipped message="waived (<verdict>): <reason> (<link>); …"/>`;
+//! - `fail`, `timeout`, `crash`, `flaky`: `<failure message="…"
+//!   type="fail|timeout|crash|flaky">` with the full message, then the text
+//!   of the failing invariant, as its text;
+//! - `inconclusive`: `<error message="inconclusive: …" type="inconclusive">`,
+//!   counted in `errors`;
 //! - `unexpected-pass`: a passing case whose `<system-out>` starts with
 //!   `UNEXPECTED PASS:`, and counted in the `unexpected_passes` property.
 //!
-//! Each `<testsuite>` carries the report's provenance, level and digest as
-//! `<properties>` (where the common JUnit schemas allow them).
+//! The `tests`, `failures`, `errors` and `skipped` counts of every element
+//! are those of the cases under it. Each `<testsuite>` carries the report's
+//! provenance, level and digest as `<properties>` (where the common JUnit
+//! schemas allow them). Characters that XML 1.0 cannot carry (most control
+//! characters) become U+FFFD, and tabs become spaces.
+
+use std::time::Duration;
 
 use commcheck::spec::FAMILIES;
+use quick_junit::{NonSuccessKind, Property, TestCase, TestCaseStatus, TestSuite};
 
 use crate::model::{Report, ReportCase, Status};
 
-/// Escapes text for XML 1.0 content or attribute values; characters XML 1.0
-/// cannot carry (most control characters) become U+FFFD.
-pub fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            '\t' | '\n' | '\r' => out.push(c),
-            c if u32::from(c) < 0x20 || matches!(c, '\u{fffe}' | '\u{ffff}') => {
-                out.push('\u{fffd}')
-            }
-            c => out.push(c),
+/// Why a report could not be rendered as JUnit XML.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot render the JUnit XML: {0}")]
+pub struct JunitError(#[from] quick_junit::SerializeError);
+
+/// The report as JUnit XML.
+pub fn render(report: &Report) -> Result<String, JunitError> {
+    let backend = &report.provenance.backend;
+    let mut junit = quick_junit::Report::new(xml_text(&format!(
+        "commcheck {} {} (level {})",
+        backend.name, backend.version, report.level
+    )));
+    junit.set_time(millis(report.cases.iter()));
+    let properties = properties(report);
+    for family in families(report) {
+        let cases: Vec<&ReportCase> = report.cases.iter().filter(|c| c.family == family).collect();
+        if cases.is_empty() {
+            continue;
         }
+        let mut suite = TestSuite::new(xml_text(&family));
+        suite.set_time(millis(cases.iter().copied()));
+        suite.add_properties(properties.iter().cloned());
+        suite.add_test_cases(cases.into_iter().map(testcase));
+        junit.add_test_suite(suite);
     }
-    out
+    Ok(junit.to_string()?)
 }
 
-fn seconds(millis: u64) -> String {
-    format!("{}.{:03}", millis / 1000, millis % 1000)
+/// `text` with every character XML 1.0 cannot carry (control characters
+/// other than tab, line feed and carriage return; U+FFFE, U+FFFF) replaced
+/// by U+FFFD, and tabs by spaces (`quick_junit` drops tabs, carriage returns
+/// and ANSI escape sequences; escaping is left to it too).
+fn xml_text(text: &str) -> String {
+    text.chars()
+        .map(|c| match c {
+            '\t' => ' ',
+            '\n' | '\r' => c,
+            c if u32::from(c) < 0x20 || matches!(c, '\u{fffe}' | '\u{ffff}') => '\u{fffd}',
+            c => c,
+        })
+        .collect()
 }
 
-/// Counts of one suite: (tests, failures, skipped, millis).
-fn counts<'a>(cases: impl Iterator<Item = &'a ReportCase>) -> (usize, usize, usize, u64) {
-    cases.fold((0, 0, 0, 0), |(tests, failures, skipped, millis), case| {
-        (
-            tests + 1,
-            failures + usize::from(case.status.is_failure()),
-            skipped + usize::from(matches!(case.status, Status::NotSupported | Status::Waived)),
-            millis + case.millis,
-        )
-    })
+/// The summed time of `cases`.
+fn millis<'a>(cases: impl Iterator<Item = &'a ReportCase>) -> Duration {
+    Duration::from_millis(cases.map(|case| case.millis).sum())
 }
 
 /// Families in SPEC order, then any unknown family found in the report.
@@ -66,129 +86,93 @@ fn families(report: &Report) -> Vec<String> {
     families
 }
 
-fn property(out: &mut String, indent: &str, name: &str, value: &str) {
-    out.push_str(&format!(
-        "{indent}<property name=\"{}\" value=\"{}\"/>\n",
-        escape(name),
-        escape(value)
-    ));
-}
-
-/// The report's provenance, level and digest as a `<properties>` element.
-fn properties(report: &Report) -> String {
+/// The report's provenance, level and digest, as `<property>` elements.
+fn properties(report: &Report) -> Vec<Property> {
     let p = &report.provenance;
-    let mut out = String::from("    <properties>\n");
-    let mut add = |name: &str, value: &str| property(&mut out, "      ", name, value);
-    add("level", report.level.as_str());
-    add("digest", &report.digest);
-    add("kit_version", &p.kit_version);
-    add(
-        "backend",
-        &format!("{} {}", p.backend.name, p.backend.version),
-    );
-    add("device", &p.backend.device);
-    for (name, version) in &p.eredu {
-        add(name, version);
-    }
-    add("rustc", &p.rustc);
-    add("git_revision", p.git_revision.as_deref().unwrap_or("none"));
-    add(
-        "host",
-        &format!(
-            "{} ({} {}, {} cpus)",
-            p.host.hostname, p.host.os, p.host.arch, p.host.cpus
+    let mut properties = vec![
+        ("level".to_owned(), report.level.as_str().to_owned()),
+        ("digest".to_owned(), report.digest.clone()),
+        ("kit_version".to_owned(), p.kit_version.clone()),
+        (
+            "backend".to_owned(),
+            format!("{} {}", p.backend.name, p.backend.version),
         ),
-    );
-    add("seed", &p.seed.to_string());
-    add(
-        "unexpected_passes",
-        &report.count(Status::UnexpectedPass).to_string(),
-    );
-    add("waived", &report.count(Status::Waived).to_string());
-    out.push_str("    </properties>\n");
-    out
+        ("device".to_owned(), p.backend.device.clone()),
+    ];
+    properties.extend(p.eredu.iter().map(|(n, v)| (n.clone(), v.clone())));
+    properties.extend([
+        ("rustc".to_owned(), p.rustc.clone()),
+        (
+            "git_revision".to_owned(),
+            p.git_revision.clone().unwrap_or_else(|| "none".to_owned()),
+        ),
+        (
+            "host".to_owned(),
+            format!(
+                "{} ({} {}, {} cpus)",
+                p.host.hostname, p.host.os, p.host.arch, p.host.cpus
+            ),
+        ),
+        ("seed".to_owned(), p.seed.to_string()),
+        (
+            "unexpected_passes".to_owned(),
+            report.count(Status::UnexpectedPass).to_string(),
+        ),
+        (
+            "waived".to_owned(),
+            report.count(Status::Waived).to_string(),
+        ),
+    ]);
+    properties
+        .into_iter()
+        .map(|(name, value)| Property::new(xml_text(&name), xml_text(&value)))
+        .collect()
 }
 
-fn testcase(case: &ReportCase, out: &mut String) {
-    let open = format!(
-        "    <testcase name=\"{}\" classname=\"commcheck.{}\" time=\"{}\"",
-        escape(&case.name),
-        escape(&case.family),
-        seconds(case.millis)
-    );
+fn testcase(case: &ReportCase) -> TestCase {
     let message = case.message.as_deref().unwrap_or("");
     let waiver = case.waiver.as_ref();
-    let body = match case.status {
-        Status::Pass => None,
-        Status::NotSupported => Some(format!(
-            "      <skipped message=\"{}\"/>\n",
-            escape(&format!("not-supported: {message}"))
-        )),
-        Status::Waived => Some(format!(
-            "      <skipped message=\"{}\"/>\n",
-            escape(&format!(
-                "waived ({}): {} ({}); {message}",
-                case.verdict,
-                waiver.map_or("", |w| w.reason.as_str()),
-                waiver.map_or("", |w| w.link.as_str()),
-            ))
-        )),
-        Status::UnexpectedPass => Some(format!(
-            "      <system-out>{}</system-out>\n",
-            escape(&format!(
-                "UNEXPECTED PASS: waived ({}; {}) but passed",
-                waiver.map_or("", |w| w.reason.as_str()),
-                waiver.map_or("", |w| w.link.as_str()),
-            ))
-        )),
-        Status::Inconclusive => Some(format!(
-            "      <error type=\"inconclusive\" message=\"{}\">{}</error>\n",
-            escape(&format!("inconclusive: {message}")),
-            escape(message)
-        )),
-        Status::Fail | Status::Timeout | Status::Crash | Status::Flaky => Some(format!(
-            "      <failure type=\"{}\" message=\"{}\">{}</failure>\n",
-            case.status,
-            escape(&format!("{}: {message}", case.status)),
-            escape(&with_invariant_text(message, &case.invariant))
-        )),
+    let reason = waiver.map_or("", |w| w.reason.as_str());
+    let link = waiver.map_or("", |w| w.link.as_str());
+    let skipped = |text: String| {
+        let mut status = TestCaseStatus::skipped();
+        status.set_message(xml_text(&text));
+        status
     };
-    match body {
-        None => out.push_str(&format!("{open}/>\n")),
-        Some(body) => out.push_str(&format!("{open}>\n{body}    </testcase>\n")),
-    }
-}
-
-/// The report as JUnit XML.
-pub fn render(report: &Report) -> String {
-    let (tests, failures, skipped, millis) = counts(report.cases.iter());
-    let backend = &report.provenance.backend;
-    let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-    out.push_str(&format!(
-        "<testsuites name=\"{}\" tests=\"{tests}\" failures=\"{failures}\" errors=\"0\" skipped=\"{skipped}\" time=\"{}\">\n",
-        escape(&format!("commcheck {} {} (level {})", backend.name, backend.version, report.level)),
-        seconds(millis)
-    ));
-    let properties = properties(report);
-    for family in families(report) {
-        let cases: Vec<&ReportCase> = report.cases.iter().filter(|c| c.family == family).collect();
-        if cases.is_empty() {
-            continue;
+    let non_success = |kind, ty: &str, description: String| {
+        let mut status = TestCaseStatus::non_success(kind);
+        status
+            .set_message(xml_text(&format!("{ty}: {message}")))
+            .set_type(ty)
+            .set_description(xml_text(&description));
+        status
+    };
+    let status = match case.status {
+        Status::Pass | Status::UnexpectedPass => TestCaseStatus::success(),
+        Status::NotSupported => skipped(format!("not-supported: {message}")),
+        Status::Waived => skipped(format!(
+            "waived ({}): {reason} ({link}); {message}",
+            case.verdict
+        )),
+        Status::Inconclusive => {
+            non_success(NonSuccessKind::Error, "inconclusive", message.to_owned())
         }
-        let (tests, failures, skipped, millis) = counts(cases.iter().copied());
-        out.push_str(&format!(
-            "  <testsuite name=\"{}\" tests=\"{tests}\" failures=\"{failures}\" errors=\"0\" skipped=\"{skipped}\" time=\"{}\">\n",
-            escape(&family),
-            seconds(millis)
-        ));
-        out.push_str(&properties);
-        for case in cases {
-            testcase(case, &mut out);
-        }
-        out.push_str("  </testsuite>\n");
+        Status::Fail | Status::Timeout | Status::Crash | Status::Flaky => non_success(
+            NonSuccessKind::Failure,
+            case.status.as_str(),
+            with_invariant_text(message, &case.invariant),
+        ),
+    };
+    let mut testcase = TestCase::new(xml_text(&case.name), status);
+    testcase
+        .set_classname(xml_text(&format!("commcheck.{}", case.family)))
+        .set_time(Duration::from_millis(case.millis));
+    if case.status == Status::UnexpectedPass {
+        testcase.set_system_out(xml_text(&format!(
+            "UNEXPECTED PASS: waived ({reason}; {link}) but passed"
+        )));
     }
-    out.push_str("</testsuites>\n");
-    out
+    testcase
 }
 
 /// A failure's text: its message, then the text of the invariant it

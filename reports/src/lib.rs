@@ -33,6 +33,7 @@
 //!     "fingerprint": "<16 hex digits>"
 //!   }, …],
 //!   "unused_waivers": [{ "invariant", "subject", "reason", "link" }, …],
+//!   "invariants": { "SUM-1": "<the invariant's text>", … },   (only when a case fails)
 //!   "digest": "sha256:<64 hex digits>"
 //! }
 //! ```
@@ -53,17 +54,44 @@
 //!   `verify` and the summary list every waiver with its reason and link.
 //! - `digest` and `fingerprint`: see [`canonical`] for the canonical form.
 //!
+//! # Checksums and signatures
+//!
+//! The `digest` is a checksum: it catches accidental edits and truncation,
+//! but whoever edits a report can recompute it, so it says nothing about
+//! who made the report. A [`signature`] does: [`sign_report`] signs the
+//! exact bytes of `report.json` with a minisign secret key and writes
+//! `report.json.minisig` beside it; [`verify_report`] checks that signature
+//! against the public key (and names why it fails: missing or truncated
+//! signature file, wrong key, a report edited after it was signed). The
+//! command line does the same:
+//!
+//! ```text
+//! commcheck-report keygen --secret ci.key --public ci.pub   # ci.key: a CI secret
+//! commcheck-report certify cpu --out out --sign ci.key       # + out/report.json.minisig
+//! commcheck-report verify out/report.json --key ci.pub
+//! minisign -V -p ci.pub -m out/report.json                   # the same check
+//! ```
+//!
+//! - `invariants`: the kit's text of every invariant a case fails (status
+//!   `fail`, `timeout`, `crash` or `flaky`), so the report alone says what
+//!   was broken; `verify` checks it lists exactly those, with the kit's
+//!   texts.
+//!
 //! A schema change that alters the meaning or the set of members bumps
-//! [`REPORT_SCHEMA`]; `verify` refuses schemas it does not know.
+//! [`REPORT_SCHEMA`] once a version is published; `verify` refuses schemas
+//! it does not know. (`invariants` joined schema 1 before the first
+//! release.)
 
 pub mod canonical;
 pub mod certify;
+pub mod collect;
 pub mod diff;
 pub mod expectations;
 pub mod junit;
 pub mod markdown;
 pub mod model;
 pub mod provenance;
+pub mod signature;
 pub mod verify;
 
 pub use certify::{
@@ -76,6 +104,7 @@ pub use model::{
     must_pass, Level, Report, ReportCase, Status, Waiver, REPORT_FORMAT, REPORT_SCHEMA,
 };
 pub use provenance::Environment;
+pub use signature::{sign_report, verify_report, SignatureError};
 pub use verify::{load, load_file, verify, verify_file};
 
 /// The backends bundled with commcheck that `certify` can run by name: the

@@ -1,215 +1,377 @@
-//! `commcheck-report`: certify a bundled backend, verify, summarise and
-//! compare certification reports. `commcheck-report help` for usage.
+//! `commcheck-report`: certify a bundled backend, verify, summarise,
+//! compare and sign certification reports. `commcheck-report help` for
+//! usage.
 //!
 //! Exit status: 0 success; 1 the check did not hold (level not reached,
-//! report rejected, regressions found); 2 usage or I/O error.
+//! report or signature rejected, regressions found); 2 usage or I/O error.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use clap::{Args, Parser, Subcommand, ValueEnum};
 #[cfg(all(feature = "mpi", feature = "cpu"))]
 use commcheck_report::certify_across;
 use commcheck_report::markdown::SUMMARY_CAP;
+use commcheck_report::signature::{self, PublicKey, SecretKey, SignatureError, Signed};
 use commcheck_report::{
     diff, load_file, markdown, verify, CertifyOptions, Expectations, Level, Status,
     BUNDLED_BACKENDS,
 };
 
-const USAGE: &str = "\
-commcheck-report: certification reports for commcheck
-
-Usage:
-  commcheck-report certify <backend> [--out DIR] [--expectations FILE] [--require LEVEL]
-  commcheck-report verify <report.json>
-  commcheck-report summary <report.json> [--max-bytes N]
-  commcheck-report diff <old.json> <new.json>
-  commcheck-report explain <ID>
-  commcheck-report help [command]
-  commcheck-report --version
-
-Commands:
-  certify   run the whole suite on a bundled backend and write its report
-  verify    re-check a report: schema, completeness, statuses, digest
-  summary   print a report's Markdown summary
-  diff      show regressions, fixes, new and removed cases between two reports
-  explain   print an invariant: its text, its source in the eredu docs, its evidence
-
+const AFTER_HELP: &str = "\
 `commcheck-report <command> --help` describes each command.
-Exit status: 0 success; 1 check failed; 2 usage or I/O error.
-";
+Exit status: 0 success; 1 check failed; 2 usage or I/O error.";
 
-const CERTIFY_HELP: &str = "\
-commcheck-report certify <backend> [--out DIR] [--expectations FILE] [--require LEVEL]
-
+const CERTIFY_ABOUT: &str = "\
 Runs every case of the commcheck catalogue on a bundled backend (bundled: cpu)
 and writes, into DIR:
   report.json           the report (the source of truth; `verify` checks it)
+  report.json.minisig   its minisign signature, with --sign
   junit.xml             JUnit XML (not-supported and waived cases are <skipped>)
   summary.md            Markdown summary, capped at 1 MiB, for CI step summaries
   report.partial.jsonl  case results streamed as they finish; removed once the
-                        three files above are written (left behind = the run died)
+                        files above are written (left behind = the run died)";
 
-Options:
-  --out DIR             output folder (default: reports/out, relative to the
-                        current directory; created if needed)
-  --expectations FILE   TOML waivers: [[waiver]] invariant, subject, reason, link
-  --require LEVEL       level to reach for exit status 0: core or full
-                        (default: full, the level bundled backends must reach)
-
+const CERTIFY_AFTER: &str = "\
 Progress goes to stderr: one line rewritten in place on a terminal, otherwise
 (CI logs) a plain line every 25 cases and for each failing case.
 Environment (passed to the kit): COMMCHECK_SEED (base seed, recorded),
 COMMCHECK_CASE_TIMEOUT_MS (per-case watchdog, default 20000).
-Exit status: 0 level reached; 1 not reached; 2 usage or I/O error.
-";
+Exit status: 0 level reached; 1 not reached; 2 usage or I/O error (a rejected
+expectations file or an unusable --sign key is reported before the run).";
 
-const VERIFY_HELP: &str = "\
-commcheck-report verify <report.json>
-
+const VERIFY_ABOUT: &str = "\
 Re-checks a report: the schema version is known, the digest and each case's
 fingerprint match, every must-pass case has exactly one result, only statuses
 allowed at the level claimed appear, the level claimed is the one reached, and
 every waiver has a reason and a link. Prints every problem found, each naming
 the case or field at fault.
-Exit status: 0 valid; 1 rejected; 2 unreadable file or usage error.
-";
 
-const SUMMARY_HELP: &str = "\
-commcheck-report summary <report.json> [--max-bytes N]
+The digest is a checksum: anyone who edits a report can recompute it. With
+--key, verify also checks the report's minisign signature, which proves who
+made it: the signature must be by that key and cover the exact bytes of the
+report. Without --key it says that the signature was not checked.";
 
+const VERIFY_AFTER: &str = "\
+Exit status: 0 valid (and, with --key, signed by that key); 1 rejected (a
+problem in the report, or a signature that is missing, truncated, malformed,
+by another key or not of this report); 2 unreadable report or key file, or
+usage error.";
+
+const SUMMARY_ABOUT: &str = "\
 Prints the report's Markdown summary (capped at N bytes, default 1048576,
 cutting whole sections, lowest priority first, with a note naming them).
-It does not verify the report: run `verify` for that.
-Exit status: 0 printed; 2 unreadable report or usage error.
-";
+It does not verify the report: run `verify` for that.";
 
-const DIFF_HELP: &str = "\
-commcheck-report diff <old.json> <new.json>
+const SUMMARY_AFTER: &str = "Exit status: 0 printed; 2 unreadable report or usage error.";
 
+const DIFF_ABOUT: &str = "\
 Compares two reports case by case: regressions (not failing before, now fail,
 timeout, crash or flaky), fixes, newly not-supported cases, other status
 changes, new and removed cases, the level and the backend. It does not verify
 the reports: run `verify` for that. The new report regressed, with one
 `regressed: ...` line per reason, when its level is lower, a case newly fails,
 a new case fails, a case was removed, a case became not-supported, or the
-backend's name or device differ (a new version of the same backend does not).
-Exit status: 0 no regression; 1 regressed; 2 unreadable report or usage error.
-";
+backend's name or device differ (a new version of the same backend does not).";
 
-const EXPLAIN_HELP: &str = "\
-commcheck-report explain <ID>
+const DIFF_AFTER: &str =
+    "Exit status: 0 no regression; 1 regressed; 2 unreadable report or usage error.";
 
+const EXPLAIN_ABOUT: &str = "\
 Prints the invariant ID (e.g. CAN-5; case names such as CAN-5::all_reduce_sum
 are accepted too): its family and class, its text, where the eredu docs state
-it, and the evidence a check of it needs. Every invariant is in INVARIANTS.md.
-Exit status: 0 printed; 2 unknown ID or usage error.
-";
+it, and the evidence a check of it needs. Every invariant is in INVARIANTS.md.";
 
-/// A command-line problem: message for stderr, exit status 2.
+const EXPLAIN_AFTER: &str = "Exit status: 0 printed; 2 unknown ID or usage error.";
+
+const REPORT_ABOUT: &str = "\
+Makes a certification from the records a run of your own suite left: every
+case run by `cargo test --test commcheck` or `cargo nextest run` (one process
+per case), sharded or process-isolated runs, writes its own record into the
+results directory (default target/commcheck/<backend>; COMMCHECK_RESULTS_DIR).
+The records of the newest run are merged (records of earlier runs, with
+another seed, backend version, claims or kit version, are left out and
+counted); the report is equal to the one a single full run gives, volatile
+fields aside. Writes into DIR the same files as `certify`:
+  report.json           the report (`verify` checks it)
+  report.json.minisig   its minisign signature, with --sign
+  junit.xml             JUnit XML (not-supported and waived cases are <skipped>)
+  summary.md            Markdown summary, capped at 1 MiB
+A partial run (cases of the catalogue with no record) gives a report whose
+level is `none` and whose provenance says it is partial, naming the missing
+cases and those whose process died while they ran.";
+
+const REPORT_AFTER: &str = "\
+Exit status: 0 level reached; 1 not reached (a partial run never reaches one);
+2 unreadable or empty results directory, usage or I/O error.";
+
+const KEYGEN_ABOUT: &str = "\
+Generates a minisign key pair for signing reports: the secret key (unencrypted,
+so CI signs without a password prompt; written readable by its owner only) and
+the public key. Keep the secret key secret: store it as a CI secret, never
+commit it; anyone who has it can sign reports in your name. Publish the public
+key: `verify --key` and `minisign -V -p KEY.pub -m report.json` check
+signatures with it.";
+
+const KEYGEN_AFTER: &str =
+    "Exit status: 0 written; 2 a key file exists (without --force), I/O or usage error.";
+
+/// Certification reports for commcheck.
+#[derive(Parser)]
+#[command(
+    name = "commcheck-report",
+    version,
+    about = "commcheck-report: certification reports for commcheck",
+    after_help = AFTER_HELP,
+    arg_required_else_help = true
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the whole suite on a bundled backend and write its report
+    #[command(long_about = CERTIFY_ABOUT, after_help = CERTIFY_AFTER)]
+    Certify(CertifyArgs),
+    /// Make a certification from the records of your own cargo test or nextest run
+    #[command(long_about = REPORT_ABOUT, after_help = REPORT_AFTER)]
+    Report(ReportArgs),
+    /// Re-check a report: schema, completeness, statuses, digest, signature
+    #[command(long_about = VERIFY_ABOUT, after_help = VERIFY_AFTER)]
+    Verify(VerifyArgs),
+    /// Print a report's Markdown summary
+    #[command(long_about = SUMMARY_ABOUT, after_help = SUMMARY_AFTER)]
+    Summary(SummaryArgs),
+    /// Show regressions, fixes, new and removed cases between two reports
+    #[command(long_about = DIFF_ABOUT, after_help = DIFF_AFTER)]
+    Diff(DiffArgs),
+    /// Print an invariant: its text, its source in the eredu docs, its evidence
+    #[command(long_about = EXPLAIN_ABOUT, after_help = EXPLAIN_AFTER)]
+    Explain(ExplainArgs),
+    /// Generate a key pair for signing reports (`certify --sign`, `verify --key`)
+    #[command(long_about = KEYGEN_ABOUT, after_help = KEYGEN_AFTER)]
+    Keygen(KeygenArgs),
+}
+
+#[derive(Args)]
+struct CertifyArgs {
+    /// The bundled backend to certify (cpu)
+    #[arg(value_name = "backend")]
+    backend: String,
+    #[command(flatten)]
+    output: OutputArgs,
+}
+
+#[derive(Args)]
+struct ReportArgs {
+    /// The results directory your suite's run wrote (target/commcheck/<backend>)
+    #[arg(value_name = "RESULTS_DIR")]
+    records: PathBuf,
+    #[command(flatten)]
+    output: OutputArgs,
+}
+
+/// The options of a command that writes a certification (`certify`,
+/// `report`).
+#[derive(Args)]
+struct OutputArgs {
+    /// Output folder, relative to the current directory (created if needed)
+    #[arg(long, value_name = "DIR", default_value = "reports/out")]
+    out: PathBuf,
+    /// TOML waivers: [[waiver]] invariant, subject, reason, link
+    #[arg(long, value_name = "FILE")]
+    expectations: Option<PathBuf>,
+    /// Level to reach for exit status 0
+    #[arg(long, value_name = "LEVEL", value_enum, default_value_t = Required::Full)]
+    require: Required,
+    /// Sign report.json with this minisign secret key (from `keygen`)
+    ///
+    /// The key must be unencrypted (`keygen` makes one); the signature goes
+    /// to report.json.minisig, beside the report. The key is read before
+    /// the run starts.
+    #[arg(long, value_name = "SECRET_KEY_FILE", verbatim_doc_comment)]
+    sign: Option<PathBuf>,
+}
+
+/// `--require`: the level a certification must reach.
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Required {
+    /// Every class-A and class-M must-pass case certifies
+    Core,
+    /// Every must-pass case certifies (the level bundled backends must reach)
+    Full,
+}
+
+impl From<Required> for Level {
+    fn from(required: Required) -> Self {
+        match required {
+            Required::Core => Level::Core,
+            Required::Full => Level::Full,
+        }
+    }
+}
+
+#[derive(Args)]
+struct VerifyArgs {
+    /// The report to verify
+    #[arg(value_name = "report.json")]
+    report: PathBuf,
+    /// Also check the report's signature with this minisign public key
+    #[arg(long, value_name = "PUBLIC_KEY_FILE")]
+    key: Option<PathBuf>,
+    /// The signature file [default: the report's path + .minisig]
+    #[arg(long, value_name = "FILE", requires = "key")]
+    signature: Option<PathBuf>,
+}
+
+#[derive(Args)]
+struct SummaryArgs {
+    /// The report to summarise
+    #[arg(value_name = "report.json")]
+    report: PathBuf,
+    /// Largest summary to print, in bytes
+    #[arg(long, value_name = "N", default_value_t = SUMMARY_CAP, value_parser = parse_bytes)]
+    max_bytes: usize,
+}
+
+/// `--max-bytes`: a whole number of bytes.
+fn parse_bytes(text: &str) -> Result<usize, String> {
+    text.parse().map_err(|_| {
+        format!("expected a number of bytes (a whole number such as {SUMMARY_CAP}), got `{text}`")
+    })
+}
+
+#[derive(Args)]
+struct DiffArgs {
+    /// The earlier report
+    #[arg(value_name = "old.json")]
+    old: PathBuf,
+    /// The later report
+    #[arg(value_name = "new.json")]
+    new: PathBuf,
+}
+
+#[derive(Args)]
+struct ExplainArgs {
+    /// An invariant ID (CAN-5) or case name (CAN-5::all_reduce_sum)
+    #[arg(value_name = "ID")]
+    id: String,
+}
+
+#[derive(Args)]
+struct KeygenArgs {
+    /// Where to write the secret key (keep it secret: a CI secret)
+    #[arg(long, value_name = "FILE")]
+    secret: PathBuf,
+    /// Where to write the public key (publish it)
+    #[arg(long, value_name = "FILE")]
+    public: PathBuf,
+    /// Replace existing key files
+    #[arg(long)]
+    force: bool,
+}
+
+/// A problem that stops a command: message for stderr, exit status 2.
 struct Usage(String);
 
-fn help_for(command: &str) -> Option<&'static str> {
-    match command {
-        "certify" => Some(CERTIFY_HELP),
-        "verify" => Some(VERIFY_HELP),
-        "summary" => Some(SUMMARY_HELP),
-        "diff" => Some(DIFF_HELP),
-        "explain" => Some(EXPLAIN_HELP),
-        _ => None,
+/// What a command that writes a certification needs besides the results,
+/// read before the (long) run so that a bad option fails at once.
+struct Output {
+    options: CertifyOptions,
+    required: Level,
+    key: Option<SecretKey>,
+}
+
+impl OutputArgs {
+    fn prepare(&self) -> Result<Output, Usage> {
+        let expectations = match &self.expectations {
+            None => Expectations::none(),
+            Some(path) => Expectations::load(path)
+                .map_err(|error| Usage(format!("rejected expectations file:\n{error}")))?,
+        };
+        let key = self
+            .sign
+            .as_deref()
+            .map(SecretKey::load)
+            .transpose()
+            .map_err(|error| Usage(format!("--sign: {error}")))?;
+        Ok(Output {
+            options: CertifyOptions {
+                out: self.out.clone(),
+                expectations,
+                progress: commcheck_report::ProgressStyle::for_stderr(),
+                keep_partial: false,
+            },
+            required: self.require.into(),
+            key,
+        })
     }
 }
 
-/// Splits arguments into positionals and `--option value` pairs; `--help`
-/// anywhere asks for help.
-struct Parsed {
-    positional: Vec<String>,
-    options: Vec<(String, String)>,
-    help: bool,
-}
-
-fn parse(args: &[String], known: &[&str]) -> Result<Parsed, Usage> {
-    let mut parsed = Parsed {
-        positional: Vec::new(),
-        options: Vec::new(),
-        help: false,
-    };
-    let mut args = args.iter();
-    while let Some(arg) = args.next() {
-        if arg == "--help" || arg == "-h" {
-            parsed.help = true;
-        } else if let Some(name) = arg.strip_prefix("--") {
-            let (name, inline) = match name.split_once('=') {
-                Some((name, value)) => (name, Some(value.to_owned())),
-                None => (name, None),
-            };
-            if !known.contains(&name) {
-                return Err(Usage(format!("unknown option `--{name}`")));
-            }
-            let value = match inline {
-                Some(value) => value,
-                None => args
-                    .next()
-                    .cloned()
-                    .ok_or_else(|| Usage(format!("option `--{name}` needs a value")))?,
-            };
-            parsed.options.push((name.to_owned(), value));
-        } else {
-            parsed.positional.push(arg.clone());
-        }
-    }
-    Ok(parsed)
-}
-
-impl Parsed {
-    fn option(&self, name: &str) -> Option<&str> {
-        self.options
-            .iter()
-            .rev()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| v.as_str())
-    }
-
-    fn exactly(&self, count: usize, what: &str) -> Result<(), Usage> {
-        if self.positional.len() == count {
-            Ok(())
-        } else {
-            let got = match self.positional.len() {
-                0 => "none".to_owned(),
-                _ => format!("`{}`", self.positional.join(" ")),
-            };
-            Err(Usage(format!(
-                "expected {what}, got {got} (see `commcheck-report help`)"
-            )))
-        }
-    }
-}
-
-fn run_certify(parsed: &Parsed) -> Result<ExitCode, Usage> {
-    parsed.exactly(1, "one backend name")?;
-    let backend = parsed.positional[0].as_str();
-    let required = match parsed.option("require") {
-        None => Level::Full,
-        Some(text) => Level::parse(text)
-            .filter(|l| *l != Level::None)
-            .ok_or_else(|| Usage(format!("--require: expected core or full, got `{text}`")))?,
-    };
-    let expectations = match parsed.option("expectations") {
-        None => Expectations::none(),
-        Some(path) => Expectations::load(PathBuf::from(path).as_path())
-            .map_err(|error| Usage(format!("rejected expectations file:\n{error}")))?,
-    };
-    let options = CertifyOptions {
-        out: PathBuf::from(parsed.option("out").unwrap_or("reports/out")),
-        expectations,
-        progress: commcheck_report::ProgressStyle::for_stderr(),
-        keep_partial: false,
-    };
+fn run_certify(args: &CertifyArgs) -> Result<ExitCode, Usage> {
+    let output = args.output.prepare()?;
     #[cfg(all(feature = "mpi", feature = "cpu"))]
     if commcheck::processes::Processes::launched() {
-        return certify_across_processes(backend, &options, required);
+        return certify_across_processes(&args.backend, &output);
     }
-    let certification = certify_bundled(backend, &options)?;
-    Ok(conclude(&certification, required))
+    let certification = certify_bundled(&args.backend, &output.options)?;
+    finish(certification, &output)
+}
+
+fn run_report(args: &ReportArgs) -> Result<ExitCode, Usage> {
+    let output = args.output.prepare()?;
+    let made =
+        commcheck_report::collect::report_from_records(&args.records, &output.options.expectations)
+            .map_err(|error| Usage(format!("report: {error}")))?;
+    for (run, count) in &made.collected.stale {
+        eprintln!(
+            "commcheck-report: left out {count} record(s) of an earlier run ({run}): another seed, \
+             backend version, claims or kit version"
+        );
+    }
+    std::fs::create_dir_all(&output.options.out)
+        .map_err(|error| Usage(format!("{}: {error}", output.options.out.display())))?;
+    let files = commcheck_report::write_report(&made.report, &output.options.out)
+        .map_err(|error| Usage(format!("report: {error}")))?;
+    finish(
+        commcheck_report::Certification {
+            report: made.report,
+            files,
+        },
+        &output,
+    )
+}
+
+/// Signs the certification's report when asked, then [`conclude`]s. A
+/// report that could not be signed is exit status 2 (after the conclusion).
+fn finish(
+    mut certification: commcheck_report::Certification,
+    output: &Output,
+) -> Result<ExitCode, Usage> {
+    let report = output
+        .options
+        .out
+        .join(commcheck_report::certify::REPORT_FILE);
+    let signed = output
+        .key
+        .as_ref()
+        .map(|key| signature::sign_report(&report, key));
+    if let Some(Ok(signed)) = &signed {
+        certification.files.push(signed.signature.clone());
+    }
+    let code = conclude(
+        &certification,
+        output.required,
+        signed.as_ref().and_then(|s| s.as_ref().ok()),
+    );
+    match signed {
+        Some(Err(error)) => Err(Usage(format!(
+            "the report is written but not signed: {error}"
+        ))),
+        _ => Ok(code),
+    }
 }
 
 /// Certifies the bundled backend `backend` in this process.
@@ -247,18 +409,16 @@ fn unknown_backend(name: &str) -> Usage {
     };
     Usage(format!(
         "unknown backend `{name}`: the bundled backends are {bundled}; certify your own \
-         harness with the library's `commcheck_report::certify`"
+         backend by running your suite (`cargo test --test commcheck` or `cargo nextest run`), then \
+         `commcheck-report report target/commcheck/<backend>`"
     ))
 }
 
 /// `certify` in every process of `mpirun -n N commcheck-report certify cpu`:
-/// the ranks of every world are the launch's processes; rank 0 writes.
+/// the ranks of every world are the launch's processes; rank 0 writes (and
+/// signs).
 #[cfg(all(feature = "mpi", feature = "cpu"))]
-fn certify_across_processes(
-    backend: &str,
-    options: &CertifyOptions,
-    required: Level,
-) -> Result<ExitCode, Usage> {
+fn certify_across_processes(backend: &str, output: &Output) -> Result<ExitCode, Usage> {
     use commcheck::processes::Processes;
     use commcheck_reference::cpu::{CpuHarness, CpuProcesses};
     if backend != "cpu" {
@@ -272,10 +432,13 @@ fn certify_across_processes(
                 &processes,
                 CpuHarness::new().across(&cpu),
                 |_| true,
-                options,
+                &output.options,
             )
         }) {
-        Ok(Some(certification)) => conclude(&certification, required),
+        Ok(Some(certification)) => finish(certification, output).unwrap_or_else(|Usage(error)| {
+            eprintln!("commcheck-report: {error}");
+            ExitCode::from(2)
+        }),
         Ok(None) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!(
@@ -290,10 +453,21 @@ fn certify_across_processes(
 }
 
 /// Prints what a certification wrote and found; the exit status for `required`.
-fn conclude(certification: &commcheck_report::Certification, required: Level) -> ExitCode {
+fn conclude(
+    certification: &commcheck_report::Certification,
+    required: Level,
+    signed: Option<&Signed>,
+) -> ExitCode {
     let report = &certification.report;
     for path in &certification.files {
         println!("wrote {}", path.display());
+    }
+    if let Some(signed) = signed {
+        println!(
+            "signed with key {}: {}",
+            signed.key_id,
+            signed.signature.display()
+        );
     }
     let count = |s| report.count(s);
     println!(
@@ -353,13 +527,29 @@ fn print_waivers(report: &commcheck_report::Report) {
     }
 }
 
-fn run_verify(parsed: &Parsed) -> Result<ExitCode, Usage> {
-    parsed.exactly(1, "one report file")?;
-    let path = PathBuf::from(&parsed.positional[0]);
-    let text = std::fs::read_to_string(&path)
-        .map_err(|error| Usage(format!("{}: cannot read: {error}", path.display())))?;
-    match verify(&text) {
-        Ok(report) => {
+fn run_verify(args: &VerifyArgs) -> Result<ExitCode, Usage> {
+    let path = args.report.as_path();
+    let text = commcheck_report::verify::read_text(path).map_err(Usage)?;
+    let key = args
+        .key
+        .as_deref()
+        .map(PublicKey::load)
+        .transpose()
+        .map_err(|error| Usage(format!("--key: {error}")))?;
+    let content = verify(&text);
+    let signed = key.as_ref().map(|key| {
+        signature::verify_report_bytes(text.as_bytes(), path, key, args.signature.as_deref())
+    });
+    let mut problems = content.as_ref().err().cloned().unwrap_or_default();
+    match &signed {
+        Some(Err(error)) if !error.is_rejection() => {
+            return Err(Usage(error.to_string()));
+        }
+        Some(Err(error)) => problems.push(format!("signature: {error}")),
+        _ => {}
+    }
+    match (&content, problems.is_empty()) {
+        (Ok(report), true) => {
             println!(
                 "{}: valid; {} {} reaches level {} ({} must-pass cases, digest {})",
                 path.display(),
@@ -369,42 +559,62 @@ fn run_verify(parsed: &Parsed) -> Result<ExitCode, Usage> {
                 report.must_pass.len(),
                 report.digest
             );
-            print_waivers(&report);
-            Ok(ExitCode::SUCCESS)
+            print_waivers(report);
         }
-        Err(problems) => {
+        _ => {
             eprintln!(
                 "{}: rejected, {} problem(s):",
                 path.display(),
                 problems.len()
             );
-            for problem in problems {
+            for problem in &problems {
                 eprintln!("  {problem}");
             }
-            Ok(ExitCode::from(1))
         }
     }
+    match &signed {
+        Some(Ok(verified)) => println!(
+            "{}: signature good: made with key {} ({}); trusted comment: {}",
+            path.display(),
+            verified.key_id,
+            verified.signature.display(),
+            verified.trusted_comment
+        ),
+        Some(Err(_)) => {}
+        None => println!("{}", unchecked_signature(path)),
+    }
+    Ok(if problems.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }
 
-fn run_summary(parsed: &Parsed) -> Result<ExitCode, Usage> {
-    parsed.exactly(1, "one report file")?;
-    let cap = match parsed.option("max-bytes") {
-        None => SUMMARY_CAP,
-        Some(text) => text.parse().map_err(|_| {
-            Usage(format!(
-                "--max-bytes: expected a number of bytes, got `{text}`"
-            ))
-        })?,
+/// What `verify` says without `--key`: a digest is not an author.
+fn unchecked_signature(report: &Path) -> String {
+    let beside = signature::signature_path(report);
+    let found = if beside.exists() {
+        format!(" ({} is there)", beside.display())
+    } else {
+        String::new()
     };
-    let report = load_file(PathBuf::from(&parsed.positional[0]).as_path()).map_err(Usage)?;
-    print!("{}", markdown::render_capped(&report, cap));
+    format!(
+        "{}: signature not checked (no --key){found}: the digest is a checksum anyone can \
+         recompute, not proof of who made the report; `--key PUBLIC_KEY_FILE` checks the \
+         signature",
+        report.display()
+    )
+}
+
+fn run_summary(args: &SummaryArgs) -> Result<ExitCode, Usage> {
+    let report = load_file(&args.report).map_err(Usage)?;
+    print!("{}", markdown::render_capped(&report, args.max_bytes));
     Ok(ExitCode::SUCCESS)
 }
 
-fn run_diff(parsed: &Parsed) -> Result<ExitCode, Usage> {
-    parsed.exactly(2, "two report files (old, new)")?;
-    let old = load_file(PathBuf::from(&parsed.positional[0]).as_path()).map_err(Usage)?;
-    let new = load_file(PathBuf::from(&parsed.positional[1]).as_path()).map_err(Usage)?;
+fn run_diff(args: &DiffArgs) -> Result<ExitCode, Usage> {
+    let old = load_file(&args.old).map_err(Usage)?;
+    let new = load_file(&args.new).map_err(Usage)?;
     let diff = diff(&old, &new);
     print!("{}", diff.render());
     let regressed = diff.regressed();
@@ -418,11 +628,15 @@ fn run_diff(parsed: &Parsed) -> Result<ExitCode, Usage> {
     })
 }
 
-fn run_explain(parsed: &Parsed) -> Result<ExitCode, Usage> {
-    parsed.exactly(1, "one invariant ID, e.g. CAN-5")?;
-    let wanted = parsed.positional[0].as_str();
+fn run_explain(args: &ExplainArgs) -> Result<ExitCode, Usage> {
+    let wanted = args.id.as_str();
     let id = wanted.split_once("::").map_or(wanted, |(id, _)| id);
     let invariant = commcheck::spec::invariant(&id.to_ascii_uppercase()).ok_or_else(|| {
+        // Quote at most 60 characters of what was asked.
+        let wanted: String = match wanted.char_indices().nth(60) {
+            Some((cut, _)) => format!("{}…", &wanted[..cut]),
+            None => wanted.to_owned(),
+        };
         let family = id
             .split('-')
             .next()
@@ -449,51 +663,47 @@ fn run_explain(parsed: &Parsed) -> Result<ExitCode, Usage> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn run(args: &[String]) -> Result<ExitCode, Usage> {
-    let Some((command, rest)) = args.split_first() else {
-        eprint!("{USAGE}");
-        return Ok(ExitCode::from(2));
-    };
-    if matches!(command.as_str(), "--version" | "-V") {
-        println!("commcheck-report {}", env!("CARGO_PKG_VERSION"));
-        return Ok(ExitCode::SUCCESS);
-    }
-    if matches!(command.as_str(), "help" | "--help" | "-h") {
-        match rest.first() {
-            None => print!("{USAGE}"),
-            Some(topic) => print!(
-                "{}",
-                help_for(topic).ok_or_else(|| Usage(format!("no command `{topic}`")))?
-            ),
-        }
-        return Ok(ExitCode::SUCCESS);
-    }
-    let known: &[&str] = match command.as_str() {
-        "certify" => &["out", "expectations", "require"],
-        "summary" => &["max-bytes"],
-        "verify" | "diff" | "explain" => &[],
-        other => return Err(Usage(format!("unknown command `{other}`\n\n{USAGE}"))),
-    };
-    let parsed = parse(rest, known)?;
-    if parsed.help {
-        print!("{}", help_for(command).unwrap_or(USAGE));
-        return Ok(ExitCode::SUCCESS);
-    }
-    match command.as_str() {
-        "certify" => run_certify(&parsed),
-        "verify" => run_verify(&parsed),
-        "summary" => run_summary(&parsed),
-        "explain" => run_explain(&parsed),
-        _ => run_diff(&parsed),
+fn run_keygen(args: &KeygenArgs) -> Result<ExitCode, Usage> {
+    let id = signature::generate_keys(&args.secret, &args.public, args.force).map_err(|error| {
+        let hint = match error {
+            SignatureError::KeyExists { .. } => " (pass --force to replace it)",
+            _ => "",
+        };
+        Usage(format!("keygen: {error}{hint}"))
+    })?;
+    println!(
+        "wrote {} (secret key {id}: keep it secret, e.g. as a CI secret; never commit it)",
+        args.secret.display()
+    );
+    println!(
+        "wrote {} (public key {id}: publish it; `verify --key` checks signatures with it)",
+        args.public.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn run(command: &Command) -> Result<ExitCode, Usage> {
+    match command {
+        Command::Certify(args) => run_certify(args),
+        Command::Report(args) => run_report(args),
+        Command::Verify(args) => run_verify(args),
+        Command::Summary(args) => run_summary(args),
+        Command::Diff(args) => run_diff(args),
+        Command::Explain(args) => run_explain(args),
+        Command::Keygen(args) => run_keygen(args),
     }
 }
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args_os()
-        .skip(1)
-        .map(|arg| arg.to_string_lossy().into_owned())
-        .collect();
-    match run(&args) {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        // Help and version: exit status 0; usage errors: 2.
+        Err(error) => {
+            let _ = error.print();
+            return ExitCode::from(u8::try_from(error.exit_code()).unwrap_or(2));
+        }
+    };
+    match run(&cli.command) {
         Ok(code) => code,
         Err(Usage(message)) => {
             eprintln!("commcheck-report: {message}");

@@ -11,6 +11,8 @@
 //! cut and its size. Table cells are kept on one line and long messages are
 //! shortened to [`MESSAGE_CHARS`] characters; `report.json` has them whole.
 
+use std::collections::{HashMap, HashSet};
+
 use commcheck::spec::FAMILIES;
 
 use crate::model::{Report, ReportCase, Status};
@@ -75,17 +77,22 @@ pub fn cell(text: &str) -> String {
 }
 
 /// Text as an inline code span in a table cell (no HTML is interpreted
-/// inside a code span, so only pipes, backticks and line breaks matter).
+/// inside a code span, so only pipes, backticks and line breaks matter),
+/// shortened to [`MESSAGE_CHARS`] characters like [`cell`].
 fn code(text: &str) -> String {
-    let inner: String = text
-        .chars()
-        .map(|c| match c {
-            '`' => "'".to_owned(),
-            '|' => "\\|".to_owned(),
-            c if c.is_control() => " ".to_owned(),
-            c => c.to_string(),
-        })
-        .collect();
+    let mut inner = String::new();
+    for (count, c) in text.chars().enumerate() {
+        if count == MESSAGE_CHARS {
+            inner.push('…');
+            break;
+        }
+        match c {
+            '`' => inner.push('\''),
+            '|' => inner.push_str("\\|"),
+            c if c.is_control() => inner.push(' '),
+            c => inner.push(c),
+        }
+    }
     format!("`{inner}`")
 }
 
@@ -309,10 +316,11 @@ fn unused_waivers(report: &Report) -> Option<Section> {
 }
 
 fn missing(report: &Report) -> Option<Section> {
+    let results: HashSet<&str> = report.cases.iter().map(|c| c.name.as_str()).collect();
     let rows = report
         .must_pass
         .iter()
-        .filter(|name| !report.cases.iter().any(|c| c.name == **name))
+        .filter(|name| !results.contains(name.as_str()))
         .map(|name| vec![code(name)])
         .collect();
     Section::table(
@@ -392,19 +400,29 @@ fn provenance(report: &Report) -> Option<Section> {
 }
 
 fn all_cases(report: &Report) -> Vec<Section> {
-    let mut families: Vec<&str> = FAMILIES.to_vec();
+    // SPEC's families first, then any other in order of appearance; one
+    // pass over the cases (an unverified report may name many families).
+    let mut families: Vec<(&str, Vec<&ReportCase>)> = FAMILIES
+        .iter()
+        .map(|family| (*family, Vec::new()))
+        .collect();
+    let mut index: HashMap<&str, usize> = FAMILIES
+        .iter()
+        .enumerate()
+        .map(|(i, family)| (*family, i))
+        .collect();
     for case in &report.cases {
-        if !families.contains(&case.family.as_str()) {
-            families.push(&case.family);
-        }
+        let at = *index.entry(case.family.as_str()).or_insert_with(|| {
+            families.push((case.family.as_str(), Vec::new()));
+            families.len() - 1
+        });
+        families[at].1.push(case);
     }
     families
         .into_iter()
-        .filter_map(|family| {
-            let rows = report
-                .cases
-                .iter()
-                .filter(|c| c.family == family)
+        .filter_map(|(family, cases)| {
+            let rows = cases
+                .into_iter()
                 .map(|c| {
                     vec![
                         code(&c.name),
@@ -449,17 +467,49 @@ fn sections(report: &Report) -> Vec<Section> {
     sections
 }
 
+/// Sections named one by one in the truncation note; the rest are counted.
+const NOTE_NAMES: usize = 20;
+
 fn truncation_note(cut: &[&Section], cap: usize) -> String {
-    let list: Vec<String> = cut
+    let mut list: Vec<String> = cut
         .iter()
+        .take(NOTE_NAMES)
         .map(|s| format!("\"{}\" ({} bytes)", s.title, s.body.len()))
         .collect();
+    if cut.len() > NOTE_NAMES {
+        let rest = &cut[NOTE_NAMES..];
+        list.push(format!(
+            "and {} more ({} bytes)",
+            rest.len(),
+            rest.iter().map(|s| s.body.len()).sum::<usize>()
+        ));
+    }
     format!(
         "> **Truncated:** this summary is capped at {cap} bytes, so {} whole section(s) were left out: {}. \
          The complete results are in `report.json` (and `junit.xml`).\n\n",
         cut.len(),
         list.join(", ")
     )
+}
+
+/// The longest truncation note any choice of cut sections can need: the
+/// [`NOTE_NAMES`] longest titles named, every section counted.
+fn note_room(sections: &[Section], cap: usize) -> usize {
+    let mut longest: Vec<&Section> = sections.iter().collect();
+    longest.sort_by_key(|s| std::cmp::Reverse(s.title.len()));
+    longest.truncate(NOTE_NAMES);
+    let total: usize = sections.iter().map(|s| s.body.len()).sum();
+    let named = longest.len();
+    // Each size (and the count of the rest) is at most `total`'s digits.
+    let digits = total.to_string().len();
+    truncation_note(&longest, cap).len()
+        + (sections.len().to_string().len() + 1) * 2
+        + (digits + 1) * (named + 1)
+        + if sections.len() > named {
+            32 + digits
+        } else {
+            0
+        }
 }
 
 /// The summary, capped at [`SUMMARY_CAP`] bytes.
@@ -476,9 +526,8 @@ pub fn render_capped(report: &Report, cap: usize) -> String {
     if total <= cap {
         return sections.iter().fold(header, |out, s| out + &s.body);
     }
-    // Room for the worst-case note (every section cut), then greedy in priority order.
-    let all: Vec<&Section> = sections.iter().collect();
-    let mut budget = cap.saturating_sub(header.len() + truncation_note(&all, cap).len());
+    // Room for the worst-case note, then greedy in priority order.
+    let mut budget = cap.saturating_sub(header.len() + note_room(&sections, cap));
     let mut kept = Vec::new();
     let mut cut = Vec::new();
     for section in &sections {

@@ -5,7 +5,7 @@
 //! [`Environment`] of the run. Its JSON form (schema [`REPORT_SCHEMA`]) is the
 //! source of truth; JUnit and Markdown are views of it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use commcheck::spec::Class;
 use commcheck::{
@@ -175,13 +175,12 @@ impl Level {
         cases: &[ReportCase],
         certifies: impl Fn(Status) -> bool,
     ) -> Self {
+        let results = sole_results(cases);
         let mut level = Self::Full;
         for name in must_pass {
-            let mut results = cases.iter().filter(|case| case.name == *name);
-            let (first, second) = (results.next(), results.next());
-            match (first, second) {
-                (Some(case), None) if certifies(case.status) => {}
-                (Some(case), None) if !Self::Core.requires(case.class) => {
+            match results.get(name.as_str()) {
+                Some(Some(case)) if certifies(case.status) => {}
+                Some(Some(case)) if !Self::Core.requires(case.class) => {
                     level = level.min(Self::Core);
                 }
                 _ => return Self::None,
@@ -189,6 +188,20 @@ impl Level {
         }
         level
     }
+}
+
+/// Each case name of `cases` with its result: `Some` for a name with
+/// exactly one result, `None` for a name with several (one pass over the
+/// cases, so a long list of names is looked up in linear time).
+pub(crate) fn sole_results(cases: &[ReportCase]) -> HashMap<&str, Option<&ReportCase>> {
+    let mut results: HashMap<&str, Option<&ReportCase>> = HashMap::with_capacity(cases.len());
+    for case in cases {
+        results
+            .entry(case.name.as_str())
+            .and_modify(|sole| *sole = None)
+            .or_insert(Some(case));
+    }
+    results
 }
 
 impl std::fmt::Display for Level {
@@ -363,8 +376,27 @@ pub struct Report {
     pub cases: Vec<ReportCase>,
     /// Expectations-file entries that matched no case.
     pub unused_waivers: Vec<Expectation>,
+    /// The text of every invariant a case fails (a failure status), by ID
+    /// ([`failing_invariants`]), so that the report alone says what was
+    /// broken; absent when nothing fails. `commcheck-report explain ID` says
+    /// more.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub invariants: BTreeMap<String, String>,
     /// See [`crate::canonical`].
     pub digest: String,
+}
+
+/// The kit's text of every invariant one of `cases` fails (its status is a
+/// failure), by ID.
+pub fn failing_invariants(cases: &[ReportCase]) -> BTreeMap<String, String> {
+    cases
+        .iter()
+        .filter(|case| case.status.is_failure())
+        .filter_map(|case| {
+            commcheck::spec::invariant(&case.invariant)
+                .map(|invariant| (invariant.id.to_owned(), invariant.text.to_owned()))
+        })
+        .collect()
 }
 
 impl Report {
@@ -426,6 +458,7 @@ impl Report {
             provenance: environment.provenance(results),
             must_pass,
             unused_waivers: expectations.unused(&cases),
+            invariants: failing_invariants(&cases),
             cases,
             digest: String::new(),
         };

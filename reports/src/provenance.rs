@@ -1,7 +1,21 @@
 //! Provenance: what a report records about where it comes from.
 //!
 //! Build time (see `build.rs`): the resolved `eredu-core`, `eredu-runtime`
-//! and `eredu-nn` versions from the workspace `Cargo.lock`, and `rustc -V`.
+//! and `eredu-nn` versions, and `rustc -V`. The versions come from the
+//! `Cargo.lock` of the build that compiles this crate (a vendor's own lock
+//! when they depend on `commcheck-report`), the first that lists
+//! `commcheck-report` at this version among:
+//! 1. the file named by the `COMMCHECK_REPORT_LOCKFILE` environment variable
+//!    at build time, when set (for a target directory outside the
+//!    workspace, such as a shared `CARGO_TARGET_DIR`);
+//! 2. `Cargo.lock` in the build's `OUT_DIR` or a folder above it (the
+//!    target directory, by default `target/` beside the consumer's lock);
+//! 3. `Cargo.lock` in this crate's folder or a folder above it (commcheck's
+//!    own workspace, or the lock packaged with the crate).
+//!
+//! Only the eredu packages that `commcheck-report` reaches through its
+//! dependencies in that lock count; a crate not found is recorded as
+//! `unknown` (the build never fails for it).
 //! Run time: host name, OS, architecture, CPU count, `git rev-parse HEAD` of
 //! the working directory (absent when it is not a git checkout), the time.
 //! From the run: kit version, backend identity, instruments, claims, seed.
@@ -13,7 +27,8 @@ use commcheck::RunResults;
 
 use crate::model::{Host, Provenance};
 
-/// The eredu crates this build links, with their resolved versions.
+/// The eredu crates this build links, with their resolved versions (from
+/// the build's `Cargo.lock`, see the module docs; `unknown` when not found).
 pub fn eredu_versions() -> BTreeMap<String, String> {
     [
         ("eredu-core", env!("COMMCHECK_REPORT_EREDU_CORE")),

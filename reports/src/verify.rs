@@ -1,7 +1,12 @@
 //! Re-verification of a report: everything wrong with it, not just the first thing.
 //!
 //! Checked, in order (each problem names the case or field at fault):
-//! 1. the file is complete JSON (a truncated file is named as such);
+//! 1. the file is complete JSON (a truncated file is named as such), nested
+//!    at most 128 deep, and no object names a member twice (readers
+//!    disagree on which copy counts, so a repeated `level` or `digest` is
+//!    rejected rather than resolved); one leading UTF-8 byte-order mark is
+//!    ignored (RFC 8259 allows a reader to; TOML expectations files get the
+//!    same treatment from the TOML parser);
 //! 2. `format` is `commcheck-report` and `schema` is [`REPORT_SCHEMA`]
 //!    (an unknown schema stops verification there: its fields may mean
 //!    something else);
@@ -19,23 +24,32 @@
 //! 7. only statuses the claimed level allows appear ([`Level::requires`],
 //!    [`Status::certifies`]), and the claimed level is the one the results
 //!    reach.
+//!
+//! Files are read through [`read_text`]: at most [`MAX_INPUT_BYTES`] (a
+//! larger file is refused before it is read), UTF-8 only, and never a
+//! folder; each refusal starts `<path>: cannot read:` and says why.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
+use std::fmt;
+use std::io::Read as _;
 use std::path::Path;
 
-use serde::de::DeserializeOwned;
+use serde::de::{self, DeserializeOwned, DeserializeSeed, MapAccess, SeqAccess, Visitor};
+use serde::Deserialize as _;
 use serde_json::{Map, Value};
 
 use crate::canonical;
 use crate::model::{
-    is_claimed, Level, Provenance, Report, ReportCase, Status, REPORT_FORMAT, REPORT_SCHEMA,
+    is_claimed, sole_results, Level, Provenance, Report, ReportCase, Status, REPORT_FORMAT,
+    REPORT_SCHEMA,
 };
 
 /// Version of the kit this verifier belongs to.
 pub const KIT_VERSION: &str = commcheck::VERSION;
 
 /// The top-level members of a schema-1 report.
-const MEMBERS: [&str; 8] = [
+const MEMBERS: [&str; 9] = [
     "format",
     "schema",
     "level",
@@ -43,32 +57,106 @@ const MEMBERS: [&str; 8] = [
     "must_pass",
     "cases",
     "unused_waivers",
+    "invariants",
     "digest",
 ];
 
-/// Reads and verifies the report at `path`.
+/// The largest file [`read_text`] (so [`verify_file`], [`load_file`] and
+/// [`crate::Expectations::load`]) reads: 64 MiB. The bundled backends'
+/// reports are well under 1 MiB; a larger file is refused before it is read.
+pub const MAX_INPUT_BYTES: u64 = 64 * 1024 * 1024;
+
+/// Reads the file at `path`, at most [`MAX_INPUT_BYTES`] long: a folder, or
+/// a file over the limit (refused from its size before it is read; a file
+/// that grows while read is cut off at the limit and refused too), is an
+/// [`std::io::ErrorKind::InvalidInput`] error saying so. Signature and key
+/// files are read through it too.
+pub fn read_bounded(path: &Path) -> std::io::Result<Vec<u8>> {
+    let refused = |why: String| std::io::Error::new(std::io::ErrorKind::InvalidInput, why);
+    let file = std::fs::File::open(path)?;
+    let metadata = file.metadata()?;
+    if metadata.is_dir() {
+        return Err(refused("it is a folder, not a file".to_owned()));
+    }
+    let limit = format!(
+        "the limit of {MAX_INPUT_BYTES} bytes ({} MiB) for an input file",
+        MAX_INPUT_BYTES / (1024 * 1024)
+    );
+    if metadata.len() > MAX_INPUT_BYTES {
+        return Err(refused(format!("{} bytes, over {limit}", metadata.len())));
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(metadata.len()).unwrap_or(0));
+    file.take(MAX_INPUT_BYTES + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MAX_INPUT_BYTES {
+        // Its size said less (a device, a file still being written).
+        return Err(refused(format!("longer than {limit}")));
+    }
+    Ok(bytes)
+}
+
+/// Reads the UTF-8 text file at `path` through [`read_bounded`].
+///
+/// Every error starts `<path>: cannot read:` and says why: the OS error
+/// (missing, permission denied), a folder, a file over the limit, or bytes
+/// that are not UTF-8 (with the offset, line and column of the first one). A
+/// leading byte-order mark is kept: the parsers ignore it.
+pub fn read_text(path: &Path) -> Result<String, String> {
+    let shown = path.display();
+    let cannot = |why: String| format!("{shown}: cannot read: {why}");
+    let bytes = read_bounded(path).map_err(|error| cannot(error.to_string()))?;
+    String::from_utf8(bytes).map_err(|error| {
+        let at = error.utf8_error().valid_up_to();
+        let bytes = error.as_bytes();
+        let (line, column) = line_column(&bytes[..at]);
+        let found = bytes.get(at).map_or(String::new(), |b| format!(" 0x{b:02x}"));
+        cannot(format!(
+            "not UTF-8 text: invalid byte{found} at byte offset {at} (line {line}, column {column}); \
+             expected UTF-8 text"
+        ))
+    })
+}
+
+/// 1-based line and column (in characters) just after `before`.
+fn line_column(before: &[u8]) -> (usize, usize) {
+    let line_start = before
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |newline| newline + 1);
+    let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
+    let column = String::from_utf8_lossy(&before[line_start..])
+        .chars()
+        .count()
+        + 1;
+    (line, column)
+}
+
+/// Reads and verifies the report at `path` ([`read_text`], then [`verify`]).
 pub fn verify_file(path: &Path) -> Result<Report, Vec<String>> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|error| vec![format!("{}: cannot read: {error}", path.display())])?;
+    let text = read_text(path).map_err(|problem| vec![problem])?;
     verify(&text)
 }
 
 /// Parses a report and checks its schema version, without verifying it
-/// (for `summary` and `diff`, which show what a report says).
+/// (for `summary` and `diff`, which show what a report says). The JSON is
+/// read as [`verify`] reads it (byte-order mark, repeated members, depth).
 pub fn load(text: &str) -> Result<Report, String> {
     let value = parse_json(text)?;
     let mut problems = Vec::new();
     if !check_header(&value, &mut problems) {
         return Err(problems.join("; "));
     }
-    serde_json::from_value(value)
-        .map_err(|error| format!("not a schema-{REPORT_SCHEMA} report: {error}"))
+    Report::deserialize(&value).map_err(|error| {
+        at_fault::<Report>(
+            &format!("not a schema-{REPORT_SCHEMA} report"),
+            &value,
+            &error,
+        )
+    })
 }
 
-/// Reads a report without verifying it (see [`load`]).
+/// Reads a report without verifying it ([`read_text`], then [`load`]).
 pub fn load_file(path: &Path) -> Result<Report, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|error| format!("{}: cannot read: {error}", path.display()))?;
+    let text = read_text(path)?;
     load(&text).map_err(|error| format!("{}: {error}", path.display()))
 }
 
@@ -95,9 +183,14 @@ pub fn verify(text: &str) -> Result<Report, Vec<String>> {
     for (index, waiver) in parts.unused_waivers.iter().enumerate() {
         let at = format!(
             "unused_waivers[{index}] ({}::{})",
-            waiver.invariant, waiver.subject
+            shorten(&waiver.invariant, NAME_CHARS),
+            shorten(&waiver.subject, NAME_CHARS)
         );
         check_waiver_text(&at, &waiver.reason, &waiver.link, &mut problems);
+    }
+    if let Some(recorded) = &parts.invariants {
+        let cases: Vec<ReportCase> = parts.cases.iter().flatten().cloned().collect();
+        check_invariant_texts(recorded, &cases, &mut problems);
     }
     if let (Some(must_pass), Some(provenance)) = (&parts.must_pass, &parts.provenance) {
         let cases: Vec<ReportCase> = parts.cases.iter().flatten().cloned().collect();
@@ -109,43 +202,317 @@ pub fn verify(text: &str) -> Result<Report, Vec<String>> {
     if !problems.is_empty() {
         return Err(problems);
     }
-    serde_json::from_value(value).map_err(|error| vec![format!("report: {error}")])
+    Report::deserialize(&value).map_err(|error| vec![at_fault::<Report>("report", &value, &error)])
 }
 
+/// Parses JSON text as [`verify`] and [`load`] read it (see the module docs).
 fn parse_json(text: &str) -> Result<Value, String> {
-    serde_json::from_str(text).map_err(|error| {
-        let hint = if error.is_eof() {
-            " (the file ends early: it looks truncated)"
-        } else {
-            ""
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    if text.starts_with('\u{feff}') {
+        return Err(
+            "not valid JSON: a second byte-order mark right after the first, at line 1 \
+             (one at the start is ignored; expected a report: a JSON object)"
+                .to_owned(),
+        );
+    }
+    if text.trim().is_empty() {
+        return Err(format!(
+            "not valid JSON: the input is {} (expected a report: a JSON object)",
+            if text.is_empty() {
+                "empty"
+            } else {
+                "only whitespace"
+            }
+        ));
+    }
+    let mut deserializer = serde_json::Deserializer::from_str(text);
+    UniqueMembers { at: &Place::Root }
+        .deserialize(&mut deserializer)
+        .and_then(|value| deserializer.end().map(|()| value))
+        .map_err(|error| {
+            if error.is_data() {
+                // A repeated member: valid JSON syntax, refused by the reader.
+                return error.to_string();
+            }
+            let hint = if error.is_eof() {
+                " (the file ends early: it looks truncated)"
+            } else if error.to_string().starts_with("recursion limit exceeded") {
+                " (arrays and objects nest more than 128 deep; a report nests a few levels)"
+            } else {
+                ""
+            };
+            format!("not valid JSON: {error}{hint}")
+        })
+}
+
+/// Where a JSON value sits in the document, for messages: `cases[3].status`.
+enum Place<'a> {
+    Root,
+    Member(&'a Place<'a>, &'a str),
+    Element(&'a Place<'a>, usize),
+}
+
+impl fmt::Display for Place<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Root => Ok(()),
+            Self::Member(Self::Root, key) => f.write_str(&shorten(key, NAME_CHARS)),
+            Self::Member(parent, key) => write!(f, "{parent}.{}", shorten(key, NAME_CHARS)),
+            Self::Element(parent, index) => write!(f, "{parent}[{index}]"),
+        }
+    }
+}
+
+/// Deserializes a [`Value`], refusing an object that names a member twice
+/// (serde_json keeps the last copy silently). serde_json's own recursion
+/// limit (128) still bounds the nesting.
+struct UniqueMembers<'a> {
+    at: &'a Place<'a>,
+}
+
+impl<'de> DeserializeSeed<'de> for UniqueMembers<'_> {
+    type Value = Value;
+
+    fn deserialize<D: de::Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for UniqueMembers<'_> {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_owned()))
+    }
+
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_none<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut items = Vec::new();
+        while let Some(item) = seq.next_element_seed(UniqueMembers {
+            at: &Place::Element(self.at, items.len()),
+        })? {
+            items.push(item);
+        }
+        Ok(Value::Array(items))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut members = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if members.contains_key(&key) {
+                let case = match members.get("name") {
+                    Some(Value::String(name)) => format!(" (case {})", shorten(name, NAME_CHARS)),
+                    _ => String::new(),
+                };
+                return Err(de::Error::custom(format!(
+                    "{}{case}: member `{}` appears more than once (each member may appear once: \
+                     readers disagree on which copy counts)",
+                    match self.at {
+                        Place::Root => "report".to_owned(),
+                        at => format!("`{at}`"),
+                    },
+                    shorten(&key, NAME_CHARS)
+                )));
+            }
+            let value = map.next_value_seed(UniqueMembers {
+                at: &Place::Member(self.at, &key),
+            })?;
+            members.insert(key, value);
+        }
+        Ok(Value::Object(members))
+    }
+}
+
+/// Longest name (case, member) quoted whole in a message, in characters.
+const NAME_CHARS: usize = 120;
+
+/// Longest value or serde message quoted in a problem, in characters.
+const QUOTE_CHARS: usize = 240;
+
+/// `text`, cut to `max` characters with `…` and the full length when longer.
+fn shorten(text: &str, max: usize) -> Cow<'_, str> {
+    match text.char_indices().nth(max) {
+        None => Cow::Borrowed(text),
+        Some((end, _)) => Cow::Owned(format!("{}… ({} bytes in all)", &text[..end], text.len())),
+    }
+}
+
+/// A JSON value as a message quotes it: scalars as written (long strings
+/// shortened), arrays and objects by their size.
+fn describe(value: &Value) -> String {
+    match value {
+        Value::Null => "null".to_owned(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => format!("the number {n}"),
+        Value::String(s) => format!(
+            "the string {}",
+            shorten(&serde_json::to_string(s).unwrap_or_default(), QUOTE_CHARS)
+        ),
+        Value::Array(items) => format!("an array of {} element(s)", items.len()),
+        Value::Object(members) => format!("an object of {} member(s)", members.len()),
+    }
+}
+
+/// Why `value` (at `label`) is not a `T`: `label`, the member or element
+/// at fault inside it (`provenance: at `host.cpus`: …`), then serde's
+/// message (shortened: it may quote a long value).
+///
+/// The narrowing keeps, at each level, the shortest prefix of the members
+/// (in the order they are read) or elements that still fails with an error
+/// other than a missing field: the last one kept is the one at fault.
+fn at_fault<T: DeserializeOwned>(label: &str, value: &Value, error: &serde_json::Error) -> String {
+    let fails = |candidate: &Value| {
+        T::deserialize(candidate)
+            .err()
+            .is_some_and(|e| !e.to_string().starts_with("missing field"))
+    };
+    let mut path = String::new();
+    let mut trial = value.clone();
+    let mut steps: Vec<Step> = Vec::new();
+    // Each level costs O(log n) trial parses; parsing bounds the depth (128).
+    loop {
+        let len = match node(&trial, &steps) {
+            Some(Value::Object(members)) => members.len(),
+            Some(Value::Array(items)) => items.len(),
+            _ => break,
         };
-        format!("not valid JSON: {error}{hint}")
+        if len == 0 || fails(&prefix(&trial, &steps, 0)) || !fails(&trial) {
+            break;
+        }
+        // The smallest `keep` in 1..=len that still fails.
+        let (mut low, mut high) = (1, len);
+        while low < high {
+            let middle = low + (high - low) / 2;
+            if fails(&prefix(&trial, &steps, middle)) {
+                high = middle;
+            } else {
+                low = middle + 1;
+            }
+        }
+        trial = prefix(&trial, &steps, low);
+        let step = match node(&trial, &steps) {
+            Some(Value::Object(members)) => match members.keys().nth(low - 1) {
+                Some(key) => Step::Key(key.clone()),
+                None => break,
+            },
+            _ => Step::Index(low - 1),
+        };
+        match &step {
+            Step::Key(key) => {
+                if !path.is_empty() {
+                    path.push('.');
+                }
+                path.push_str(&shorten(key, NAME_CHARS));
+            }
+            Step::Index(index) => path.push_str(&format!("[{index}]")),
+        }
+        steps.push(step);
+    }
+    let message = shorten(&error.to_string(), QUOTE_CHARS).into_owned();
+    if path.is_empty() {
+        format!("{label}: {message}")
+    } else {
+        format!("{label}: at `{path}`: {message}")
+    }
+}
+
+/// One step down into a JSON value.
+enum Step {
+    Key(String),
+    Index(usize),
+}
+
+/// The value `steps` lead to inside `value`.
+fn node<'v>(value: &'v Value, steps: &[Step]) -> Option<&'v Value> {
+    steps.iter().try_fold(value, |value, step| match step {
+        Step::Key(key) => value.get(key.as_str()),
+        Step::Index(index) => value.get(*index),
     })
+}
+
+/// `value` with only the first `keep` members (in key order) or elements
+/// of the object or array that `steps` lead to.
+fn prefix(value: &Value, steps: &[Step], keep: usize) -> Value {
+    let mut value = value.clone();
+    let target = steps.iter().try_fold(&mut value, |value, step| match step {
+        Step::Key(key) => value.get_mut(key.as_str()),
+        Step::Index(index) => value.get_mut(*index),
+    });
+    match target {
+        Some(Value::Object(members)) => {
+            let dropped: Vec<String> = members.keys().skip(keep).cloned().collect();
+            for key in dropped {
+                members.remove(&key);
+            }
+        }
+        Some(Value::Array(items)) => items.truncate(keep),
+        _ => {}
+    }
+    value
 }
 
 /// Checks `format` and `schema`; false when the rest cannot be interpreted.
 fn check_header(value: &Value, problems: &mut Vec<String>) -> bool {
     let Value::Object(members) = value else {
-        problems.push("report: expected a JSON object at the top level".to_owned());
+        problems.push(format!(
+            "report: expected a JSON object at the top level, found {}",
+            describe(value)
+        ));
         return false;
     };
     match members.get("format") {
         Some(Value::String(format)) if format == REPORT_FORMAT => {}
         Some(other) => problems.push(format!(
-            "format: expected \"{REPORT_FORMAT}\", found {other}"
+            "format: expected the string \"{REPORT_FORMAT}\", found {}",
+            describe(other)
         )),
         None => problems.push(format!("format: missing (expected \"{REPORT_FORMAT}\")")),
     }
     match members.get("schema") {
         Some(Value::Number(n)) if n.as_u64() == Some(u64::from(REPORT_SCHEMA)) => true,
-        Some(Value::Number(n)) => {
+        Some(Value::Number(n)) if n.is_u64() => {
             problems.push(format!(
                 "schema: version {n} is not known to this verifier (it reads version {REPORT_SCHEMA})"
             ));
             false
         }
         Some(other) => {
-            problems.push(format!("schema: expected a version number, found {other}"));
+            problems.push(format!(
+                "schema: expected a version number (a whole number; this verifier reads \
+                 {REPORT_SCHEMA}), found {}",
+                describe(other)
+            ));
             false
         }
         None => {
@@ -160,11 +527,19 @@ fn check_digest(value: &Value, members: &Map<String, Value>, problems: &mut Vec<
     match members.get("digest") {
         Some(Value::String(recorded)) if *recorded == computed => {}
         Some(Value::String(recorded)) => problems.push(format!(
-            "digest: recorded {recorded}, but the report's canonical form hashes to {computed}: \
-             the report was altered after it was written"
+            "digest: recorded {}, but the report's canonical form hashes to {computed}: \
+             the report was altered after it was written",
+            shorten(recorded, QUOTE_CHARS)
         )),
-        Some(other) => problems.push(format!("digest: expected a string, found {other}")),
-        None => problems.push("digest: missing".to_owned()),
+        Some(other) => problems.push(format!(
+            "digest: expected a string (\"{}<64 hex digits>\"), found {}",
+            canonical::DIGEST_PREFIX,
+            describe(other)
+        )),
+        None => problems.push(format!(
+            "digest: missing (expected \"{}<64 hex digits>\")",
+            canonical::DIGEST_PREFIX
+        )),
     }
     if let Some(Value::Array(cases)) = members.get("cases") {
         for (index, case) in cases.iter().enumerate() {
@@ -175,19 +550,35 @@ fn check_digest(value: &Value, members: &Map<String, Value>, problems: &mut Vec<
 
 fn case_label(index: usize, case: &Value) -> String {
     match case.get("name").and_then(Value::as_str) {
-        Some(name) => format!("case {name} (cases[{index}])"),
+        Some(name) => case_at(index, name),
         None => format!("cases[{index}]"),
     }
 }
 
+/// `case <name> (cases[<index>])`, a long name shortened.
+fn case_at(index: usize, name: &str) -> String {
+    format!("case {} (cases[{index}])", shorten(name, NAME_CHARS))
+}
+
 fn check_fingerprint(index: usize, case: &Value, problems: &mut Vec<String>) {
     let computed = canonical::case_fingerprint(case);
-    match case.get("fingerprint").and_then(Value::as_str) {
-        Some(recorded) if recorded == computed => {}
-        Some(recorded) => problems.push(format!(
-            "{}: content does not match its fingerprint (recorded {recorded}, computed {computed}): \
+    match case.get("fingerprint") {
+        Some(Value::String(recorded)) if *recorded == computed => {}
+        Some(Value::String(recorded)) => problems.push(format!(
+            "{}: content does not match its fingerprint (recorded {}, computed {computed}): \
              the case was edited after the report was written",
-            case_label(index, case)
+            case_label(index, case),
+            shorten(recorded, QUOTE_CHARS)
+        )),
+        Some(other) => problems.push(format!(
+            "{}: fingerprint: expected a string of 16 hex digits, found {}",
+            case_label(index, case),
+            describe(other)
+        )),
+        None if !case.is_object() => problems.push(format!(
+            "{}: expected a case object, found {}",
+            case_label(index, case),
+            describe(case)
         )),
         None => problems.push(format!("{}: fingerprint missing", case_label(index, case))),
     }
@@ -201,6 +592,8 @@ struct Parts {
     must_pass: Option<Vec<String>>,
     cases: Vec<Option<ReportCase>>,
     unused_waivers: Vec<crate::Expectation>,
+    /// `invariants` (optional: absent when no case fails).
+    invariants: Option<std::collections::BTreeMap<String, String>>,
 }
 
 fn member<T: DeserializeOwned>(
@@ -212,8 +605,8 @@ fn member<T: DeserializeOwned>(
         problems.push(format!("{name}: missing"));
         return None;
     };
-    serde_json::from_value(value.clone())
-        .map_err(|error| problems.push(format!("{name}: {error}")))
+    T::deserialize(value)
+        .map_err(|error| problems.push(at_fault::<T>(name, value, &error)))
         .ok()
 }
 
@@ -228,8 +621,10 @@ fn elements<T: DeserializeOwned>(
             .iter()
             .enumerate()
             .map(|(index, item)| {
-                serde_json::from_value(item.clone())
-                    .map_err(|error| problems.push(format!("{}: {error}", label(index, item))))
+                T::deserialize(item)
+                    .map_err(|error| {
+                        problems.push(at_fault::<T>(&label(index, item), item, &error))
+                    })
                     .ok()
             })
             .collect(),
@@ -258,7 +653,11 @@ fn kind(value: &Value) -> &'static str {
 impl Parts {
     fn parse(members: &Map<String, Value>, problems: &mut Vec<String>) -> Self {
         for name in members.keys().filter(|k| !MEMBERS.contains(&k.as_str())) {
-            problems.push(format!("{name}: unknown member for schema {REPORT_SCHEMA}"));
+            problems.push(format!(
+                "{}: unknown member for schema {REPORT_SCHEMA} (expected only {})",
+                shorten(name, NAME_CHARS),
+                MEMBERS.join(", ")
+            ));
         }
         Self {
             level: member(members, "level", problems),
@@ -274,7 +673,40 @@ impl Parts {
             .into_iter()
             .flatten()
             .collect(),
+            invariants: if members.contains_key("invariants") {
+                member(members, "invariants", problems)
+            } else {
+                Some(Default::default())
+            },
         }
+    }
+}
+
+/// `invariants` holds the kit's text of exactly the invariants the cases
+/// fail.
+fn check_invariant_texts(
+    recorded: &std::collections::BTreeMap<String, String>,
+    cases: &[ReportCase],
+    problems: &mut Vec<String>,
+) {
+    let expected = crate::model::failing_invariants(cases);
+    for (id, text) in &expected {
+        match recorded.get(id) {
+            None => problems.push(format!(
+                "invariants: no text for {id}, which a case fails (expected the kit's text of every failing invariant)"
+            )),
+            Some(seen) if seen != text => problems.push(format!(
+                "invariants.{id}: the text differs from the kit's ({})",
+                shorten(text, QUOTE_CHARS)
+            )),
+            Some(_) => {}
+        }
+    }
+    for id in recorded.keys().filter(|id| !expected.contains_key(*id)) {
+        problems.push(format!(
+            "invariants.{}: no case fails it (only failing invariants are listed)",
+            shorten(id, NAME_CHARS)
+        ));
     }
 }
 
@@ -288,7 +720,8 @@ fn check_provenance(provenance: &Provenance, problems: &mut Vec<String>) {
     if let Some(revision) = &provenance.git_revision {
         if revision.is_empty() || !revision.bytes().all(|b| b.is_ascii_hexdigit()) {
             problems.push(format!(
-                "provenance.git_revision: `{revision}` is not a hex commit id"
+                "provenance.git_revision: `{}` is not a hex commit id",
+                shorten(revision, QUOTE_CHARS)
             ));
         }
     }
@@ -313,24 +746,26 @@ fn check_case(
     provenance: Option<&Provenance>,
     problems: &mut Vec<String>,
 ) {
-    let at = format!("case {} (cases[{index}])", case.name);
+    let at = case_at(index, &case.name);
     let expected_name = format!("{}::{}", case.invariant, case.subject);
     if case.name != expected_name {
         problems.push(format!(
-            "{at}: name does not match its invariant and subject (`{expected_name}`)"
+            "{at}: name does not match its invariant and subject (expected `{}`)",
+            shorten(&expected_name, NAME_CHARS)
         ));
     }
     if provenance.is_some_and(|p| p.kit_version == KIT_VERSION) {
         match commcheck::spec::invariant(&case.invariant) {
             None => problems.push(format!(
                 "{at}: `{}` is not an invariant of kit {KIT_VERSION}",
-                case.invariant
+                shorten(&case.invariant, NAME_CHARS)
             )),
             Some(invariant) => {
                 if invariant.family != case.family {
                     problems.push(format!(
                         "{at}: family `{}`, SPEC says `{}`",
-                        case.family, invariant.family
+                        shorten(&case.family, NAME_CHARS),
+                        invariant.family
                     ));
                 }
                 if invariant.class != case.class {
@@ -356,8 +791,13 @@ fn check_case(
     {
         problems.push(format!("{at}: verdict `{}` has no message", case.verdict));
     }
-    if case.attempts == 0 {
-        problems.push(format!("{at}: zero attempts"));
+    // A case not-supported before anything ran is recorded without running
+    // (zero attempts); every other verdict rests on at least one attempt.
+    if case.attempts == 0 && case.verdict != commcheck::Verdict::NotSupported {
+        problems.push(format!(
+            "{at}: zero attempts for verdict `{}` (only a case not-supported before running has none)",
+            case.verdict
+        ));
     }
     if let Some(waiver) = &case.waiver {
         check_waiver_text(&at, &waiver.reason, &waiver.link, problems);
@@ -378,26 +818,30 @@ fn check_completeness(
         *listed.entry(name).or_default() += 1;
     }
     for (name, count) in listed.iter().filter(|(_, count)| **count > 1) {
-        problems.push(format!("must_pass: case {name} is listed {count} times"));
+        problems.push(format!(
+            "must_pass: case {} is listed {count} times",
+            shorten(name, NAME_CHARS)
+        ));
     }
     let mut results: BTreeMap<&str, usize> = BTreeMap::new();
     for case in cases {
         *results.entry(&case.name).or_default() += 1;
     }
     for name in listed.keys() {
+        let shown = shorten(name, NAME_CHARS);
         match results.get(name).copied().unwrap_or(0) {
             1 => {}
             0 => problems.push(format!(
-                "case {name}: must-pass case has no result (missing)"
+                "case {shown}: must-pass case has no result (missing)"
             )),
             n => problems.push(format!(
-                "case {name}: {n} results (duplicate; expected exactly one)"
+                "case {shown}: {n} results (duplicate; expected exactly one)"
             )),
         }
     }
     for (index, case) in cases.iter().enumerate() {
         let claimed = is_claimed(case.subject, &provenance.claims);
-        let at = format!("case {} (cases[{index}])", case.name);
+        let at = case_at(index, &case.name);
         if listed.contains_key(case.name.as_str()) {
             if !claimed {
                 problems.push(format!(
@@ -431,12 +875,13 @@ fn check_level(
         .filter(|s| s.certifies())
         .map(|s| s.as_str())
         .collect();
+    let results = sole_results(cases);
     for name in must_pass {
-        let mut results = cases.iter().filter(|c| c.name == *name);
-        if let (Some(case), None) = (results.next(), results.next()) {
+        if let Some(Some(case)) = results.get(name.as_str()) {
             if claimed.requires(case.class) && !case.status.certifies() {
                 problems.push(format!(
-                    "case {name}: status `{}` is not allowed at level {claimed} for a class-{:?} invariant (allowed: {})",
+                    "case {}: status `{}` is not allowed at level {claimed} for a class-{:?} invariant (allowed: {})",
+                    shorten(name, NAME_CHARS),
                     case.status,
                     case.class,
                     allowed.join(", ")

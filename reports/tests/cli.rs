@@ -1,4 +1,5 @@
-//! The `commcheck-report` binary: `explain` and the exit status of `diff`.
+//! The `commcheck-report` binary: `explain`, the exit status of `diff`,
+//! help and usage errors.
 
 mod common;
 
@@ -65,4 +66,61 @@ fn version_and_unreadable_files() {
     let (code, _, err) = cli(&["verify", "/nonexistent/commcheck/report.json"]);
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("cannot read"), "{err}");
+}
+
+#[test]
+fn help_exits_0_and_usage_errors_exit_2_naming_the_option() {
+    for args in [
+        &["--help"][..],
+        &["help"],
+        &["help", "certify"],
+        &["certify", "--help"],
+        &["verify", "-h"],
+        &["keygen", "--help"],
+    ] {
+        let (code, out, err) = cli(args);
+        assert_eq!(code, Some(0), "{args:?}: {err}");
+        assert!(out.contains("Usage: commcheck-report"), "{args:?}: {out}");
+    }
+    // Each command's --help keeps what it writes, its environment and its
+    // exit statuses.
+    let (_, out, _) = cli(&["help", "certify"]);
+    for part in [
+        "report.partial.jsonl",
+        "report.json.minisig",
+        "COMMCHECK_SEED",
+        "COMMCHECK_CASE_TIMEOUT_MS",
+        "Exit status: 0 level reached; 1 not reached; 2 usage or I/O error",
+        "- core: Every class-A and class-M must-pass case certifies",
+    ] {
+        assert!(out.contains(part), "`{part}` missing from:\n{out}");
+    }
+    let (_, out, _) = cli(&["verify", "--help"]);
+    assert!(out.contains("Exit status: 0 valid"), "{out}");
+    assert!(out.contains("--key <PUBLIC_KEY_FILE>"), "{out}");
+    let (code, _, err) = cli(&[]);
+    assert_eq!(code, Some(2), "no command is a usage error");
+    assert!(err.contains("Usage: commcheck-report"), "{err}");
+    let (code, _, err) = cli(&["certify", "cpu", "--require", "none"]);
+    assert_eq!(code, Some(2));
+    assert!(
+        err.contains("'none'") && err.contains("--require") && err.contains("core, full"),
+        "{err}"
+    );
+    let (code, _, err) = cli(&["summary", "report.json", "--max-bytes", "abc"]);
+    assert_eq!(code, Some(2));
+    assert!(
+        err.contains("--max-bytes") && err.contains("expected a number of bytes"),
+        "{err}"
+    );
+    for args in [
+        &["frobnicate"][..],
+        &["verify"],
+        &["diff", "a.json"],
+        &["certify", "cpu", "--unknown"],
+        &["help", "frobnicate"],
+    ] {
+        let (code, _, err) = cli(args);
+        assert_eq!(code, Some(2), "{args:?}: {err}");
+    }
 }

@@ -119,11 +119,12 @@ fn junit_has_the_junit_structure_and_maps_statuses() {
     verdicts.push(("CAN-2", common::SUM, Verdict::Flaky));
     verdicts.push(("CAN-1", common::SUM, Verdict::Fail));
     let report = report(&verdicts);
-    let elements = parse(&junit::render(&report));
+    let elements = parse(&junit::render(&report).unwrap_or_default());
     let root = named(&elements, "testsuites");
     assert_eq!(root.len(), 1);
     assert_eq!(root[0].attribute("tests"), Some("9"));
     assert_eq!(root[0].attribute("failures"), Some("4"));
+    assert_eq!(root[0].attribute("errors"), Some("0"));
     assert_eq!(root[0].attribute("skipped"), Some("1"));
     let suites = named(&elements, "testsuites/testsuite");
     let suite_names: Vec<_> = suites.iter().filter_map(|s| s.attribute("name")).collect();
@@ -162,10 +163,42 @@ fn junit_has_the_junit_structure_and_maps_statuses() {
 
 #[test]
 fn junit_escapes_what_xml_cannot_carry() {
+    let mut report = report(&standard(Verdict::Fail));
+    let hostile = "a<b>&\"'\u{1}\u{1b}[31m\u{fffe}\tz";
+    for case in &mut report.cases {
+        if case.name == "RET-1::submit" {
+            case.message = Some(hostile.to_owned());
+        }
+    }
+    let elements = parse(&junit::render(&report).unwrap_or_default());
+    let failures = named(&elements, "testsuites/testsuite/testcase/failure");
+    assert_eq!(failures.len(), 1);
+    let carried = "a<b>&\"'\u{fffd}\u{fffd}[31m\u{fffd} z";
     assert_eq!(
-        junit::escape("a<b>&\"'\u{1}\tz"),
-        "a&lt;b&gt;&amp;&quot;&apos;\u{fffd}\tz"
+        failures[0].attribute("message"),
+        Some(format!("fail: {carried}").as_str())
     );
+    assert!(failures[0]
+        .text
+        .starts_with(&format!("{carried}\n\nRET-1: ")));
+}
+
+#[test]
+fn junit_counts_inconclusive_cases_as_errors() {
+    let mut verdicts = standard(Verdict::Inconclusive);
+    verdicts.push(("CAN-1", common::SUM, Verdict::Fail));
+    let elements = parse(&junit::render(&report(&verdicts)).unwrap_or_default());
+    let root = named(&elements, "testsuites");
+    assert_eq!(root[0].attribute("tests"), Some("7"));
+    assert_eq!(root[0].attribute("failures"), Some("1"));
+    assert_eq!(root[0].attribute("errors"), Some("1"));
+    let errors = named(&elements, "testsuites/testsuite/testcase/error");
+    assert_eq!(errors.len(), 1);
+    assert_eq!(errors[0].attribute("type"), Some("inconclusive"));
+    let ret = named(&elements, "testsuites/testsuite")
+        .into_iter()
+        .find(|s| s.attribute("name") == Some("RET"));
+    assert!(ret.is_some_and(|s| s.attribute("errors") == Some("1")));
 }
 
 #[test]

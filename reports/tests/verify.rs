@@ -279,3 +279,63 @@ fn equal_runs_give_equal_digests_and_a_real_edit_does_not() {
     edited.cases[0].status = commcheck_report::Status::Fail;
     assert_ne!(digest(&report), digest(&edited));
 }
+
+#[test]
+fn zero_attempts_only_for_a_case_not_supported_before_running() {
+    // Cases not-supported before anything runs are recorded without running.
+    let mut results = results(&standard(Verdict::NotSupported));
+    for case in &mut results.cases {
+        if case.verdict == Verdict::NotSupported {
+            case.attempts = 0;
+        }
+    }
+    let must_pass = standard(Verdict::NotSupported)
+        .iter()
+        .map(|(id, s, _)| format!("{id}::{s}"))
+        .collect();
+    let built = commcheck_report::Report::build(
+        &results,
+        must_pass,
+        &commcheck_report::Expectations::none(),
+        environment(),
+    );
+    assert_eq!(problems(&json(&built)), Vec::<String>::new());
+    // A pass that never ran is rejected.
+    let text = json(&report(&standard(Verdict::Pass)));
+    let tampered = edit(&text, |v| {
+        case_mut(v, "SUM-1::all_reduce_sum")["attempts"] = 0.into()
+    });
+    assert_mentions(
+        &problems(&tampered),
+        &[
+            "case SUM-1::all_reduce_sum",
+            "zero attempts for verdict `pass`",
+        ],
+    );
+}
+
+#[test]
+fn failing_invariants_carry_their_text_and_verify_checks_it() {
+    let text = json(&report(&standard(Verdict::Fail)));
+    let value: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+    let recorded = value["invariants"]["RET-1"].as_str().unwrap_or_default();
+    let kit = commcheck::spec::invariant("RET-1").map_or("", |i| i.text);
+    assert!(!kit.is_empty() && recorded == kit, "{recorded:?}");
+    assert_eq!(value["invariants"].as_object().map(|o| o.len()), Some(1));
+    // A passing report lists none.
+    let passing: Value =
+        serde_json::from_str(&json(&report(&standard(Verdict::Pass)))).unwrap_or(Value::Null);
+    assert!(passing.get("invariants").is_none());
+    // An altered text, a missing one and an extra one are each named.
+    let altered = edit(&text, |v| v["invariants"]["RET-1"] = "anything goes".into());
+    assert_mentions(
+        &problems(&altered),
+        &["invariants.RET-1", "differs from the kit's"],
+    );
+    let missing = edit(&text, |v| {
+        v.as_object_mut().map(|o| o.remove("invariants"));
+    });
+    assert_mentions(&problems(&missing), &["invariants: no text for RET-1"]);
+    let extra = edit(&text, |v| v["invariants"]["SUM-1"] = "x".into());
+    assert_mentions(&problems(&extra), &["invariants.SUM-1", "no case fails it"]);
+}

@@ -12,8 +12,8 @@ use crate::catalogue::catalogue_within;
 use crate::harness::Harness;
 use crate::runner::results::{CaseResult, RunResults};
 use crate::runner::{
-    command_line, execute_with, picked, report, run_trials, settings_or_exit, summary,
-    write_results,
+    command_line, execute_with, open_records, picked, report, run_trials, settings_or_exit,
+    summary, write_results,
 };
 use crate::settings::{Isolation, Settings};
 
@@ -155,11 +155,12 @@ pub fn run_cases_across<H: Harness>(
     )))
 }
 
-/// [`crate::main`] across the processes of a launch: run by every process
+/// [`crate::main()`] across the processes of a launch: run by every process
 /// of `mpirun -n N <test binary>`. Rank 0 takes the libtest command line
 /// (filters, `--exact`, `--list`, `--format`), runs the cases one at a time,
-/// prints the verdicts and writes the result file, rewritten after every
-/// case and marked incomplete until the run ends. The other ranks print
+/// prints the verdicts and writes the records (and the result file
+/// `COMMCHECK_RESULTS` names, rewritten after every case and marked
+/// incomplete until the run ends). The other ranks print
 /// nothing unless they fail. A lost process stops the run with a message
 /// naming it, and a non-zero exit status.
 pub fn main_across<H: Harness>(processes: Processes, harness: H) -> ! {
@@ -188,7 +189,9 @@ pub fn main_across<H: Harness>(processes: Processes, harness: H) -> ! {
     // One case at a time: every process takes part in every world.
     args.test_threads = Some(1);
     let size = control.size();
-    let cases: Vec<Case<H>> = catalogue_within(&*harness, Some(size))
+    let all = catalogue_within(&*harness, Some(size));
+    let records = open_records(&harness, &all, base, Some(size), &settings, &args);
+    let cases: Vec<Case<H>> = all
         .into_iter()
         .filter(|case| picked(&filters, args.exact, &case.name()))
         .collect();
@@ -213,23 +216,28 @@ pub fn main_across<H: Harness>(processes: Processes, harness: H) -> ! {
             if let Some(broken) = control.broken() {
                 eprintln!("commcheck: stopping after {}: {broken}", result.name);
                 match written {
-                    Ok(path) => eprintln!(
+                    Some(Ok(path)) => eprintln!(
                         "commcheck: the result file {} is marked incomplete ({} of {total} cases ran)",
                         path.display(),
                         ran.len()
                     ),
-                    Err(error) => eprintln!("commcheck: {error}"),
+                    Some(Err(error)) => eprintln!("commcheck: {error}"),
+                    None => eprintln!(
+                        "commcheck: {} of {total} cases ran; the records say which have no result",
+                        ran.len()
+                    ),
                 }
                 // Finalising MPI with a dead peer would hang: exit directly.
                 std::process::exit(1);
             }
         }
     };
-    let (conclusion, cases) = run_trials(cases, base, &args, exec, done);
+    let (conclusion, cases) = run_trials(cases, base, &args, records.clone(), exec, done);
     control.broadcast(&Message::Done);
     if let Some(cases) = cases {
         report(
             &results(&*harness, size, base, cases, None),
+            records.as_deref(),
             &settings,
             &args,
         );

@@ -5,8 +5,16 @@
 //!
 //! Environment: the `COMMCHECK_*` variables of [`crate::settings`], read
 //! strictly when a run starts (a bad value is an error naming the variable).
+//!
+//! Cases not-supported before anything runs (an unclaimed operation, a
+//! missing instrument for the whole check or for a part of it, an unbuilt
+//! world size) are listed ignored, with their reason, so every runner shows
+//! them skipped. Each case that runs writes its record to the results
+//! directory ([`records`]), so that the records of any runner merge into one
+//! run.
 
 mod isolation;
+pub mod records;
 pub mod results;
 
 use std::sync::{Arc, Mutex};
@@ -20,6 +28,7 @@ use crate::check::Finding;
 use crate::harness::Harness;
 use crate::settings::{Isolation, Settings, SettingsError};
 use crate::world::{run_world, Run, Script, WorldEnd};
+use records::Records;
 use results::{CaseResult, RunResults, Verdict, RESULTS_SCHEMA};
 
 /// A case's own seed: stable for a given base seed and case name.
@@ -300,7 +309,7 @@ pub(crate) fn result<H: Harness>(
 
 /// Runs the cases `select` picks, in this process, `COMMCHECK_JOBS` (default
 /// two) at a time, and returns their results in catalogue order. The
-/// programmatic entry point (mutant proofs, reports); [`main`] is the
+/// programmatic entry point (mutant proofs, reports); [`main()`] is the
 /// command-line one. A bad `COMMCHECK_*` setting ([`crate::settings`]) is an
 /// error, and nothing runs.
 pub fn run_cases<H: Harness>(
@@ -380,13 +389,53 @@ pub fn main<H: Harness>(harness: H) -> ! {
     if isolation::is_child() {
         isolation::child_main(harness, &args, settings.case_timeout);
     }
-    let (conclusion, results) = run_with_settings(harness, &args, &filters, &settings);
+    let (conclusion, results, records) = run_with_settings(harness, &args, &filters, &settings);
     if !args.list {
         if let Some(results) = results {
-            report(&results, &settings, &args);
+            report(&results, records.as_deref(), &settings, &args);
         }
     }
     conclusion.exit()
+}
+
+/// The whole body of a vendor's `harness = false` test file: a `main` that
+/// runs the suite on a harness ([`main()`]), and a guard for a forgotten
+/// `harness = false`.
+///
+/// Without `harness = false` in `Cargo.toml`, cargo builds the file with
+/// libtest's harness: `main` never runs, and `cargo test` would say
+/// `running 0 tests ... ok`. The guard is a `#[test]`, compiled only in
+/// that case, that fails saying what to add.
+///
+/// ```text
+/// // tests/commcheck.rs, with `[[test]] name = "commcheck"` and
+/// // `harness = false` in Cargo.toml
+/// commcheck::main!(MyHarness::new());
+/// ```
+///
+/// The crate docs' minimal harness ends with it, compiled.
+#[macro_export]
+macro_rules! main {
+    ($harness:expr) => {
+        #[allow(dead_code)]
+        fn main() {
+            $crate::main($harness)
+        }
+
+        #[test]
+        fn commcheck_test_file_needs_harness_false() {
+            panic!(
+                "{} was built with libtest's harness, so none of commcheck's cases ran: add \
+                 `harness = false` to its [[test]] section in Cargo.toml, e.g.\n\n[[test]]\n\
+                 name = \"{}\"\nharness = false\n",
+                file!(),
+                ::std::path::Path::new(file!())
+                    .file_stem()
+                    .and_then(|stem| stem.to_str())
+                    .unwrap_or("commcheck"),
+            )
+        }
+    };
 }
 
 /// libtest's command line: libtest takes any number of filters (a test runs
@@ -452,10 +501,16 @@ pub(crate) fn settings_or_exit() -> Settings {
     })
 }
 
-/// Prints the family summary and writes the result file.
+/// Prints the family summary, where the records are, and writes the
+/// whole-run file when `COMMCHECK_RESULTS` asks for one.
 /// With `--format json` the lines go to stderr, so that stdout stays the
 /// JSON event stream.
-pub(crate) fn report(results: &RunResults, settings: &Settings, args: &Arguments) {
+pub(crate) fn report(
+    results: &RunResults,
+    records: Option<&Records>,
+    settings: &Settings,
+    args: &Arguments,
+) {
     let json = matches!(args.format, Some(libtest_mimic::FormatSetting::Json));
     let say = |line: String| {
         if json {
@@ -471,23 +526,29 @@ pub(crate) fn report(results: &RunResults, settings: &Settings, args: &Arguments
         .processes
         .map(|n| format!(" ({n} processes)"))
         .unwrap_or_default();
+    if let Some(records) = records {
+        say(format!(
+            "commcheck records{across}: {} ({} case(s) recorded by this process; \
+             `commcheck-report report {}` merges every run's records into a report)",
+            records.dir().display(),
+            results.cases.iter().filter(|c| c.attempts > 0).count(),
+            records.dir().display(),
+        ));
+    }
     match write_results(results, settings) {
-        Ok(path) => say(format!("commcheck results{across}: {}", path.display())),
-        Err(error) => eprintln!("commcheck: {error}"),
+        Some(Ok(path)) => say(format!("commcheck results{across}: {}", path.display())),
+        Some(Err(error)) => eprintln!("commcheck: {error}"),
+        None => {}
     }
 }
 
-/// Writes the result file (`COMMCHECK_RESULTS`, default
-/// `target/commcheck/<backend>.json`); its path, or what went wrong.
+/// Writes the whole-run file `COMMCHECK_RESULTS` names, if it names one;
+/// its path, or what went wrong.
 pub(crate) fn write_results(
     results: &RunResults,
     settings: &Settings,
-) -> Result<std::path::PathBuf, String> {
-    let path = settings.results.clone().unwrap_or_else(|| {
-        std::path::Path::new("target")
-            .join("commcheck")
-            .join(format!("{}.json", results.backend.name))
-    });
+) -> Option<Result<std::path::PathBuf, String>> {
+    let path = settings.results.clone()?;
     let written = path
         .parent()
         .map_or(Ok(()), std::fs::create_dir_all)
@@ -496,9 +557,37 @@ pub(crate) fn write_results(
                 .map_err(|e| std::io::Error::other(e.to_string()))?;
             std::fs::write(&path, json)
         });
-    match written {
+    Some(match written {
         Ok(()) => Ok(path),
         Err(error) => Err(format!("could not write {}: {error}", path.display())),
+    })
+}
+
+/// Opens the results directory for a run over `catalogue`, the whole
+/// catalogue however narrowed the run is (none when only listing); a directory that cannot be written is said on stderr, and the
+/// run goes on without records.
+pub(crate) fn open_records<H: Harness>(
+    harness: &Arc<H>,
+    catalogue: &[Case<H>],
+    base: u64,
+    processes: Option<usize>,
+    settings: &Settings,
+    args: &Arguments,
+) -> Option<Arc<Records>> {
+    if args.list {
+        return None;
+    }
+    let dir = settings
+        .results_dir
+        .clone()
+        .unwrap_or_else(|| records::default_dir(&harness.identity().name));
+    let planned = records::planned(catalogue, |name| case_seed(base, name));
+    match Records::open(dir, harness, base, processes, planned) {
+        Ok(records) => Some(Arc::new(records)),
+        Err(error) => {
+            eprintln!("commcheck: {error}; this run leaves no records");
+            None
+        }
     }
 }
 
@@ -509,12 +598,8 @@ pub fn run_with<H: Harness>(
     harness: H,
     args: &Arguments,
 ) -> Result<(libtest_mimic::Conclusion, Option<RunResults>), SettingsError> {
-    Ok(run_with_settings(
-        harness,
-        args,
-        &[],
-        &Settings::from_env()?,
-    ))
+    let (conclusion, results, _) = run_with_settings(harness, args, &[], &Settings::from_env()?);
+    Ok((conclusion, results))
 }
 
 /// [`run_with`], the catalogue narrowed to what `filters` pick ([`picked`]).
@@ -523,11 +608,17 @@ fn run_with_settings<H: Harness>(
     args: &Arguments,
     filters: &[String],
     settings: &Settings,
-) -> (libtest_mimic::Conclusion, Option<RunResults>) {
+) -> (
+    libtest_mimic::Conclusion,
+    Option<RunResults>,
+    Option<Arc<Records>>,
+) {
     let harness = Arc::new(harness);
     let (base, limit) = (settings.base_seed(), settings.case_timeout);
     let isolate = settings.isolation == Isolation::Process;
-    let cases: Vec<Case<H>> = catalogue(&*harness)
+    let all = catalogue(&*harness);
+    let records = open_records(&harness, &all, base, None, settings, args);
+    let cases: Vec<Case<H>> = all
         .into_iter()
         .filter(|case| picked(filters, args.exact, &case.name()))
         .collect();
@@ -539,10 +630,11 @@ fn run_with_settings<H: Harness>(
             execute(&running, case, base, limit)
         }
     };
-    let (conclusion, cases) = run_trials(cases, base, args, exec, |_| {});
+    let (conclusion, cases) = run_trials(cases, base, args, records.clone(), exec, |_| {});
     (
         conclusion,
         cases.map(|cases| summary(&*harness, base, cases)),
+        records,
     )
 }
 
@@ -560,6 +652,7 @@ pub(crate) fn run_trials<H: Harness>(
     cases: Vec<Case<H>>,
     base: u64,
     args: &Arguments,
+    records: Option<Arc<Records>>,
     exec: impl Fn(&Case<H>) -> CaseResult + Send + Sync + 'static,
     done: impl Fn(&CaseResult) + Send + Sync + 'static,
 ) -> (libtest_mimic::Conclusion, Option<Vec<CaseResult>>) {
@@ -572,14 +665,14 @@ pub(crate) fn run_trials<H: Harness>(
     let unsupported: Vec<CaseResult> = cases
         .iter()
         .filter_map(|case| {
-            let reason = case.script.as_ref().err()?;
+            let reason = case.not_supported_before_running()?;
             let matched = selected(args, &case.name());
             matched.then(|| {
                 let seed = case_seed(base, &case.name());
                 result(
                     case,
                     Verdict::NotSupported,
-                    Some(reason.clone()),
+                    Some(reason.to_owned()),
                     0,
                     Duration::ZERO,
                     seed,
@@ -588,8 +681,9 @@ pub(crate) fn run_trials<H: Harness>(
         })
         .collect();
     // Under nextest, every test runs in a process of its own, and a test
-    // that ran cannot be shown skipped: one found not-supported only at run
-    // time fails there, saying why, rather than pass.
+    // that ran cannot be shown skipped: one found not-supported when it ran
+    // (at run time, or an ignored one run with --run-ignored) fails there,
+    // saying why, rather than pass.
     let nextest = std::env::var("NEXTEST").is_ok_and(|v| v == "1");
     let sink: Arc<Mutex<Vec<CaseResult>>> = Arc::new(Mutex::new(Vec::new()));
     let exec = Arc::new(exec);
@@ -598,16 +692,23 @@ pub(crate) fn run_trials<H: Harness>(
         .into_iter()
         .map(|case| {
             let name = case.name();
-            let ignored = case.script.is_err();
+            let ignored = case.not_supported_before_running().is_some();
             let (exec, done) = (Arc::clone(&exec), Arc::clone(&done));
             let sink = Arc::clone(&sink);
+            let records = records.clone();
             Trial::ignorable_test(name, move || {
+                if let Some(records) = &records {
+                    records.start(&case.name());
+                }
                 let result = exec(&case);
+                if let Some(records) = &records {
+                    records.finish(&result);
+                }
                 done(&result);
                 let outcome = match result.verdict {
                     Verdict::Pass => Ok(Completion::Completed),
-                    Verdict::NotSupported if nextest && !ignored => Err(Failed::from(format!(
-                        "not-supported, found at run time (nextest cannot show a test that ran as skipped; \
+                    Verdict::NotSupported if nextest => Err(Failed::from(format!(
+                        "not-supported, found when it ran (nextest cannot show a test that ran as skipped; \
                          this is not a pass): {}",
                         result.message.clone().unwrap_or_default()
                     ))),

@@ -64,6 +64,7 @@ where
         applies: |s| s == Subject::Operation(Operation::VariableAllToAll),
         requires: needs::NOTHING,
         timing: true,
+        pass_needs: needs::NOTHING,
         body: Body::Sizes {
             sizes: SIZES,
             script: all_to_all_routes_every_slice::<H>,

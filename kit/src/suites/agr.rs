@@ -41,6 +41,7 @@ where
             applies: agree_success,
             requires: needs::NOTHING,
             timing: false,
+            pass_needs: needs::NOTHING,
             body: Body::Sizes {
                 sizes: &[1, 2, 3, 4, 8],
                 script: agreement_is_a_conjunction::<H>,
@@ -51,6 +52,7 @@ where
             applies: agree_success,
             requires: needs::NOTHING,
             timing: true,
+            pass_needs: needs::NOTHING,
             body: Body::Sizes {
                 sizes: &[1, 2, 3, 4],
                 script: agreement_never_blocks::<H>,

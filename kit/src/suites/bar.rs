@@ -27,6 +27,7 @@ where
         applies: |s| s == Subject::Operation(Operation::Barrier),
         requires: needs::NOTHING,
         timing: false,
+        pass_needs: needs::NOTHING,
         body: Body::Sizes {
             sizes: &[1, 2, 3, 4, 8],
             script: barrier_waits_for_every_member::<H>,

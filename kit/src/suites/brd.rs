@@ -31,6 +31,7 @@ where
             applies: broadcast,
             requires: needs::NOTHING,
             timing: false,
+            pass_needs: needs::NOTHING,
             body: Body::Sizes {
                 sizes: &[1, 2, 3, 4, 8],
                 script: every_member_gets_the_roots_input::<H>,
@@ -41,6 +42,7 @@ where
             applies: broadcast,
             requires: needs::NOTHING,
             timing: false,
+            pass_needs: needs::NOTHING,
             body: Body::Sizes {
                 sizes: &[1, 2, 3, 4],
                 script: out_of_range_root_is_an_error::<H>,

@@ -70,6 +70,7 @@ pub(crate) fn rows<H: Harness>() -> Vec<Row<H>> {
             applies: bounded,
             requires: needs::NOTHING,
             timing: false,
+            pass_needs: needs::NOTHING,
             body: Body::Matrix(completion_is_reported_exactly::<H>),
         },
         Row {
@@ -77,6 +78,7 @@ pub(crate) fn rows<H: Harness>() -> Vec<Row<H>> {
             applies: bounded,
             requires: needs::NOTHING,
             timing: true,
+            pass_needs: needs::NOTHING,
             body: Body::Matrix(deadline_is_honoured::<H>),
         },
         Row {
@@ -84,6 +86,7 @@ pub(crate) fn rows<H: Harness>() -> Vec<Row<H>> {
             applies: bounded,
             requires: needs::NOTHING,
             timing: false,
+            pass_needs: needs::NOTHING,
             body: Body::Matrix(reported_mode_is_the_policy_mode::<H>),
         },
         Row {
@@ -91,6 +94,7 @@ pub(crate) fn rows<H: Harness>() -> Vec<Row<H>> {
             applies: bounded,
             requires: needs::NOTHING,
             timing: false,
+            pass_needs: needs::NOTHING,
             body: Body::Matrix(supported_modes_are_honoured::<H>),
         },
         Row {
@@ -98,6 +102,7 @@ pub(crate) fn rows<H: Harness>() -> Vec<Row<H>> {
             applies: bounded,
             requires: DISPOSITION,
             timing: false,
+            pass_needs: needs::NOTHING,
             body: Body::Matrix(native_cancel_finishes_teardown::<H>),
         },
         Row {
@@ -105,6 +110,7 @@ pub(crate) fn rows<H: Harness>() -> Vec<Row<H>> {
             applies: bounded,
             requires: DISPOSITION,
             timing: false,
+            pass_needs: needs::NOTHING,
             body: Body::Matrix(quarantine_retains_until_completion::<H>),
         },
         Row {
@@ -113,6 +119,7 @@ pub(crate) fn rows<H: Harness>() -> Vec<Row<H>> {
             // Its rounds hold the subject's executor (late-peer subjects too).
             requires: DISPOSITION.and(needs::FAULT).and(needs::HOLD),
             timing: false,
+            pass_needs: needs::NOTHING,
             body: Body::Matrix(errors_never_drop_live_work::<H>),
         },
         Row {
@@ -121,6 +128,7 @@ pub(crate) fn rows<H: Harness>() -> Vec<Row<H>> {
             // The CAN-5..7 dispositions are observed when DISPOSITION is present.
             requires: needs::NOTHING,
             timing: false,
+            pass_needs: needs::NOTHING,
             body: Body::Matrix(edge_deadlines_are_safe::<H>),
         },
         Row {
@@ -128,6 +136,7 @@ pub(crate) fn rows<H: Harness>() -> Vec<Row<H>> {
             applies: bounded,
             requires: needs::FAULT.and(needs::OBSERVER),
             timing: false,
+            pass_needs: needs::NOTHING,
             body: Body::Matrix(failed_work_is_an_error::<H>),
         },
     ]

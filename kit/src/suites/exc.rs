@@ -37,6 +37,7 @@ pub(crate) fn rows<H: Harness>() -> Vec<Row<H>> {
             applies: any_completion,
             requires: needs::NOTHING,
             timing: true,
+            pass_needs: needs::NOTHING,
             body: Body::Matrix(is_complete_is_prompt_while_pending::<H>),
         },
         Row {
@@ -44,6 +45,7 @@ pub(crate) fn rows<H: Harness>() -> Vec<Row<H>> {
             applies: any_completion,
             requires: needs::NOTHING,
             timing: false,
+            pass_needs: needs::NOTHING,
             body: Body::Matrix(never_complete_before_the_work::<H>),
         },
         Row {
@@ -51,6 +53,7 @@ pub(crate) fn rows<H: Harness>() -> Vec<Row<H>> {
             applies: any_completion,
             requires: needs::NOTHING,
             timing: false,
+            pass_needs: needs::NOTHING,
             body: Body::Matrix(completion_is_monotonic::<H>),
         },
         Row {
@@ -58,6 +61,7 @@ pub(crate) fn rows<H: Harness>() -> Vec<Row<H>> {
             applies: any_completion,
             requires: needs::NOTHING,
             timing: false,
+            pass_needs: needs::NOTHING,
             body: Body::Matrix(wait_waits_for_this_work_only::<H>),
         },
         Row {
@@ -65,6 +69,7 @@ pub(crate) fn rows<H: Harness>() -> Vec<Row<H>> {
             applies: any_completion,
             requires: needs::NOTHING,
             timing: false,
+            pass_needs: needs::NOTHING,
             body: Body::Matrix(complete_after_wait::<H>),
         },
         Row {
@@ -72,6 +77,7 @@ pub(crate) fn rows<H: Harness>() -> Vec<Row<H>> {
             applies: any_completion,
             requires: needs::FAULT.and(needs::HOLD).and(needs::OBSERVER),
             timing: false,
+            pass_needs: needs::NOTHING,
             body: Body::Matrix(errors_are_sticky::<H>),
         },
         Row {
@@ -83,6 +89,7 @@ pub(crate) fn rows<H: Harness>() -> Vec<Row<H>> {
                 .and(needs::PROBE)
                 .and(needs::LEDGER),
             timing: false,
+            pass_needs: needs::NOTHING,
             body: Body::Matrix(an_error_is_not_release::<H>),
         },
         Row {
@@ -90,6 +97,8 @@ pub(crate) fn rows<H: Harness>() -> Vec<Row<H>> {
             applies: any_completion,
             requires: needs::NOTHING,
             timing: true,
+            // The error clause (releasable_is_false_after_an_error_while_live).
+            pass_needs: needs::FAULT.and(needs::HOLD).and(needs::OBSERVER),
             body: Body::Matrix(releasable_is_prompt_conservative_and_inert::<H>),
         },
         Row {
@@ -97,6 +106,7 @@ pub(crate) fn rows<H: Harness>() -> Vec<Row<H>> {
             applies: any_completion,
             requires: needs::NOTHING,
             timing: true,
+            pass_needs: needs::NOTHING,
             body: Body::Matrix(releasable_agrees_with_completion::<H>),
         },
         Row {
@@ -104,6 +114,7 @@ pub(crate) fn rows<H: Harness>() -> Vec<Row<H>> {
             applies: |s| s == Subject::LocalDependencies,
             requires: needs::NOTHING,
             timing: true,
+            pass_needs: needs::NOTHING,
             body: Body::Direct {
                 ranks: 1,
                 script: empty_local_dependencies_complete::<H>,

@@ -59,6 +59,7 @@ where
         applies: |s| s == Subject::Operation(Operation::AllGatherEven),
         requires: needs::NOTHING,
         timing: false,
+        pass_needs: needs::NOTHING,
         body: Body::Sizes {
             sizes: SIZES,
             script: even_gathers_concatenate_in_member_order::<H>,
@@ -75,6 +76,7 @@ where
         applies: |s| s == Subject::Operation(Operation::AllGatherUneven),
         requires: needs::NOTHING,
         timing: false,
+        pass_needs: needs::NOTHING,
         body: Body::Sizes {
             sizes: SIZES,
             script: uneven_counts_are_axis_extents::<H>,

@@ -62,6 +62,7 @@ where
             applies: send_receive,
             requires: needs::NOTHING,
             timing: false,
+            pass_needs: needs::NOTHING,
             body: Body::Sizes {
                 sizes: &[2, 3, 4, 8],
                 script: bundles_arrive_exact_and_in_order::<H>,
@@ -72,6 +73,7 @@ where
             applies: send_receive,
             requires: needs::NOTHING,
             timing: false,
+            pass_needs: needs::NOTHING,
             body: Body::Sizes {
                 sizes: &[2, 3],
                 script: mismatching_headers_never_succeed::<H>,
@@ -82,6 +84,7 @@ where
             applies: send_receive,
             requires: WIRE_LOG,
             timing: false,
+            pass_needs: needs::NOTHING,
             body: Body::Sizes {
                 sizes: &[2, 3, 4],
                 script: header_and_payload_travel_together::<H>,

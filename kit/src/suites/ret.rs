@@ -36,6 +36,7 @@ pub(crate) fn rows<H: Harness>() -> Vec<Row<H>> {
             applies: local,
             requires: needs::PROBE,
             timing: false,
+            pass_needs: needs::NOTHING,
             body: Body::Matrix(inputs_outlive_their_handles::<H>),
         },
         Row {
@@ -43,6 +44,7 @@ pub(crate) fn rows<H: Harness>() -> Vec<Row<H>> {
             applies: any_completion,
             requires: needs::NOTHING,
             timing: false,
+            pass_needs: needs::NOTHING,
             body: Body::Matrix(executor_outlives_its_handle::<H>),
         },
         Row {
@@ -50,6 +52,7 @@ pub(crate) fn rows<H: Harness>() -> Vec<Row<H>> {
             applies: has_tensor_inputs,
             requires: needs::PROBE,
             timing: false,
+            pass_needs: needs::NOTHING,
             body: Body::Matrix(communication_resources_outlive_their_handles::<H>),
         },
         Row {
@@ -57,6 +60,7 @@ pub(crate) fn rows<H: Harness>() -> Vec<Row<H>> {
             applies: any_completion,
             requires: needs::PROBE.and(needs::OBSERVER),
             timing: false,
+            pass_needs: needs::NOTHING,
             body: Body::Matrix(dropping_a_completion_frees_nothing_live::<H>),
         },
         Row {
@@ -64,6 +68,7 @@ pub(crate) fn rows<H: Harness>() -> Vec<Row<H>> {
             applies: has_tensor_inputs,
             requires: needs::PROBE,
             timing: false,
+            pass_needs: needs::NOTHING,
             body: Body::Matrix(completion_retains_its_output::<H>),
         },
         Row {
@@ -71,6 +76,7 @@ pub(crate) fn rows<H: Harness>() -> Vec<Row<H>> {
             applies: |s| s == Subject::Submit,
             requires: needs::NOTHING,
             timing: false,
+            pass_needs: needs::NOTHING,
             body: Body::Matrix(retained_values_live_until_completion::<H>),
         },
         Row {
@@ -78,6 +84,7 @@ pub(crate) fn rows<H: Harness>() -> Vec<Row<H>> {
             applies: any_completion,
             requires: needs::PROBE.and(needs::LEDGER),
             timing: false,
+            pass_needs: needs::NOTHING,
             body: Body::Matrix(everything_is_released_after_completion::<H>),
         },
         Row {
@@ -86,6 +93,7 @@ pub(crate) fn rows<H: Harness>() -> Vec<Row<H>> {
             // The script holds the executor itself (not through a driver).
             requires: needs::HOLD,
             timing: false,
+            pass_needs: needs::NOTHING,
             body: Body::Direct {
                 ranks: 2,
                 script: local_dependencies_fence_no_group::<H>,

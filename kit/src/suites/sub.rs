@@ -24,6 +24,7 @@ pub(crate) fn rows<H: Harness>() -> Vec<Row<H>> {
             applies: |s| s == Subject::ForkExecutors,
             requires: needs::NOTHING,
             timing: true,
+            pass_needs: needs::NOTHING,
             body: Body::Direct {
                 ranks: 1,
                 script: forked_lanes_are_independent::<H>,
@@ -34,6 +35,7 @@ pub(crate) fn rows<H: Harness>() -> Vec<Row<H>> {
             applies: |s| s == Subject::Submit,
             requires: needs::NOTHING,
             timing: false,
+            pass_needs: needs::NOTHING,
             body: Body::Direct {
                 ranks: 1,
                 script: submit_materialises_the_given_values::<H>,
@@ -44,6 +46,7 @@ pub(crate) fn rows<H: Harness>() -> Vec<Row<H>> {
             applies: |s| s == Subject::OrderAfter,
             requires: needs::NOTHING,
             timing: true,
+            pass_needs: needs::NOTHING,
             body: Body::Direct {
                 ranks: 1,
                 script: order_after_orders_the_consumer::<H>,
@@ -54,6 +57,7 @@ pub(crate) fn rows<H: Harness>() -> Vec<Row<H>> {
             applies: |s| s == Subject::Submit,
             requires: SUB_4_NEEDS,
             timing: false,
+            pass_needs: needs::NOTHING,
             body: Body::Direct {
                 ranks: 1,
                 script: failed_submit_leaves_no_work::<H>,
@@ -64,6 +68,7 @@ pub(crate) fn rows<H: Harness>() -> Vec<Row<H>> {
             applies: |s| s == Subject::LocalDependencies,
             requires: SUB_4_NEEDS,
             timing: false,
+            pass_needs: needs::NOTHING,
             body: Body::Direct {
                 ranks: 1,
                 script: failed_local_dependencies_leave_no_work::<H>,

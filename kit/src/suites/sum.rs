@@ -63,6 +63,7 @@ where
             applies: is_sum,
             requires: needs::NOTHING,
             timing: false,
+            pass_needs: needs::NOTHING,
             body: Body::Sizes {
                 sizes: SIZES,
                 script: sums_are_exact::<H>,
@@ -73,6 +74,7 @@ where
             applies: is_sum,
             requires: needs::NOTHING,
             timing: true,
+            pass_needs: needs::NOTHING,
             body: Body::Sizes {
                 sizes: SIZES,
                 script: waves_complete_in_any_wait_order::<H>,

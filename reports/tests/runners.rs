@@ -1,0 +1,237 @@
+//! Every runner's results add up to the same report: one `cargo test`
+//! process, or one process per case as `cargo nextest run` runs them
+//! (emulated here with the variables nextest sets: `NEXTEST=1`,
+//! `NEXTEST_RUN_ID`), leave records in a results directory that
+//! `commcheck-report report` merges into equal reports (same digest: the
+//! digest leaves times, attempts and the host out).
+//!
+//! This binary is also the suite it runs: with `RUNNERS_SUITE` set it is a
+//! vendor's `commcheck::main` over the CPU reference backend claiming
+//! `all_reduce_sum` and `barrier` with no instrument (so many cases are
+//! not-supported before anything runs and are never run by nextest).
+
+use std::path::Path;
+use std::process::Command;
+
+use commcheck::{Instruments, Operation};
+use commcheck_reference::cpu::CpuHarness;
+use commcheck_report::collect::report_from_records;
+use commcheck_report::{Expectations, Level};
+use libtest_mimic::{Arguments, Failed, Trial};
+
+/// The cases the emulated runs take (a few families, to stay quick).
+const FILTERS: [&str; 3] = ["SUM-", "BAR-1", "RET-2::"];
+const SEED: &str = "4242";
+
+fn suite() -> CpuHarness {
+    CpuHarness::new()
+        .claiming(&[Operation::AllReduceSum, Operation::Barrier])
+        .with_instruments(Instruments::default())
+}
+
+fn exe() -> Result<std::path::PathBuf, Failed> {
+    std::env::current_exe().map_err(|e| Failed::from(e.to_string()))
+}
+
+/// Runs the suite binary with `args` and `env`; its stdout.
+fn run_suite(args: &[&str], env: &[(&str, &str)], dir: &Path) -> Result<String, Failed> {
+    let mut command = Command::new(exe()?);
+    command
+        .args(args)
+        .env("RUNNERS_SUITE", "1")
+        .env("COMMCHECK_RESULTS_DIR", dir)
+        .env_remove("NEXTEST")
+        .env_remove("NEXTEST_RUN_ID")
+        .env_remove("COMMCHECK_SEED");
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    let output = command.output().map_err(|e| e.to_string())?;
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    if !output.status.success() {
+        return Err(format!(
+            "{args:?} failed ({}):\n{stdout}\n{}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr)
+        )
+        .into());
+    }
+    Ok(stdout)
+}
+
+/// The tests a runner lists (`--list`, as nextest does), without the ignored
+/// ones (nextest does not run those).
+fn listed(dir: &Path) -> Result<Vec<String>, Failed> {
+    let mut args = vec!["--list", "--format", "terse"];
+    args.extend(FILTERS);
+    let all = run_suite(&args, &[], dir)?;
+    args.push("--ignored");
+    let ignored = run_suite(&args, &[], dir)?;
+    let names = |text: &str| -> Vec<String> {
+        text.lines()
+            .filter_map(|line| line.strip_suffix(": test"))
+            .map(str::to_owned)
+            .collect()
+    };
+    let ignored = names(&ignored);
+    Ok(names(&all)
+        .into_iter()
+        .filter(|name| !ignored.contains(name))
+        .collect())
+}
+
+/// Runs `names` one process each, as nextest does, all of one nextest run.
+fn one_process_per_case(names: &[String], dir: &Path, seed: Option<&str>) -> Result<(), Failed> {
+    for name in names {
+        let mut env = vec![("NEXTEST", "1"), ("NEXTEST_RUN_ID", "runners-test-run")];
+        if let Some(seed) = seed {
+            env.push(("COMMCHECK_SEED", seed));
+        }
+        run_suite(&[name.as_str(), "--exact"], &env, dir)?;
+    }
+    Ok(())
+}
+
+fn one_process(dir: &Path) -> Result<(), Failed> {
+    let args: Vec<&str> = FILTERS.to_vec();
+    run_suite(&args, &[("COMMCHECK_SEED", SEED)], dir).map(drop)
+}
+
+fn nextest_and_cargo_test_make_equal_reports() -> Result<(), Failed> {
+    let (single, per_case) = (tempdir()?, tempdir()?);
+    one_process(single.path())?;
+    let names = listed(per_case.path())?;
+    if names.is_empty() {
+        return Err("the filters listed no runnable case".into());
+    }
+    one_process_per_case(&names, per_case.path(), Some(SEED))?;
+    let none = Expectations::none();
+    let a = report_from_records(single.path(), &none).map_err(|e| e.to_string())?;
+    let b = report_from_records(per_case.path(), &none).map_err(|e| e.to_string())?;
+    if a.collected.missing != b.collected.missing || a.report.cases.len() != b.report.cases.len() {
+        return Err(format!(
+            "the runs cover different cases: {} vs {} results",
+            a.report.cases.len(),
+            b.report.cases.len()
+        )
+        .into());
+    }
+    let static_not_supported = a
+        .collected
+        .header
+        .catalogue
+        .iter()
+        .filter(|planned| planned.not_supported.is_some())
+        .count();
+    if static_not_supported == 0 {
+        return Err("expected cases not-supported before running (no instrument)".into());
+    }
+    if a.report.digest != b.report.digest {
+        let differ: Vec<String> = a
+            .report
+            .cases
+            .iter()
+            .zip(&b.report.cases)
+            .filter(|(x, y)| x.fingerprint != y.fingerprint)
+            .map(|(x, y)| format!("{}: {} vs {}", x.name, x.status, y.status))
+            .collect();
+        return Err(format!(
+            "one process and one process per case gave different digests ({} vs {}); cases that differ: {differ:?}",
+            a.report.digest, b.report.digest
+        )
+        .into());
+    }
+    println!(
+        "{} runnable cases, {} not-supported before running, {} missing (filtered out): digest {} either way",
+        names.len(),
+        static_not_supported,
+        a.collected.missing.len(),
+        a.report.digest
+    );
+    Ok(())
+}
+
+/// Without `COMMCHECK_SEED`, the processes of one nextest run share the seed
+/// derived from `NEXTEST_RUN_ID`: their records are one run, none stale.
+fn one_nextest_run_is_one_run() -> Result<(), Failed> {
+    let dir = tempdir()?;
+    let names = listed(dir.path())?;
+    let names = &names[..names.len().min(3)];
+    one_process_per_case(names, dir.path(), None)?;
+    let made = report_from_records(dir.path(), &Expectations::none()).map_err(|e| e.to_string())?;
+    let ran = made
+        .report
+        .cases
+        .iter()
+        .filter(|case| names.contains(&case.name))
+        .count();
+    if ran != names.len() || !made.collected.stale.is_empty() {
+        return Err(format!(
+            "expected the {} cases as one run, got {ran} and stale {:?}",
+            names.len(),
+            made.collected.stale
+        )
+        .into());
+    }
+    Ok(())
+}
+
+/// A partial run says it is partial and what is missing; records of an
+/// earlier run (another seed) are stale, not mixed in.
+fn partial_runs_say_so_and_stale_records_stay_out() -> Result<(), Failed> {
+    let dir = tempdir()?;
+    run_suite(&["SUM-2"], &[("COMMCHECK_SEED", "1")], dir.path())?;
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    run_suite(&["BAR-1"], &[("COMMCHECK_SEED", "2")], dir.path())?;
+    let made = report_from_records(dir.path(), &Expectations::none()).map_err(|e| e.to_string())?;
+    let why = made
+        .report
+        .provenance
+        .incomplete
+        .clone()
+        .unwrap_or_default();
+    let stale: usize = made.collected.stale.iter().map(|(_, n)| n).sum();
+    let has_sum = made.report.cases.iter().any(|c| c.invariant == "SUM-2");
+    if made.report.level != Level::None
+        || !why.starts_with("partial: ")
+        || !why.contains(&format!("{} of ", made.collected.missing.len()))
+        || !made
+            .collected
+            .missing
+            .iter()
+            .any(|name| name.starts_with("SUM-2"))
+        || stale == 0
+        || has_sum
+    {
+        return Err(format!(
+            "expected a partial report (level none, missing cases named, SUM-2 of the older run stale); \
+             got level {}, incomplete {why:?}, {stale} stale, SUM-2 present: {has_sum}",
+            made.report.level
+        )
+        .into());
+    }
+    Ok(())
+}
+
+fn tempdir() -> Result<tempfile::TempDir, Failed> {
+    tempfile::tempdir().map_err(|e| Failed::from(e.to_string()))
+}
+
+fn main() {
+    if std::env::var_os("RUNNERS_SUITE").is_some() {
+        commcheck::main(suite());
+    }
+    let args = Arguments::from_args();
+    let trials = vec![
+        Trial::test(
+            "nextest_and_cargo_test_make_equal_reports",
+            nextest_and_cargo_test_make_equal_reports,
+        ),
+        Trial::test("one_nextest_run_is_one_run", one_nextest_run_is_one_run),
+        Trial::test(
+            "partial_runs_say_so_and_stale_records_stay_out",
+            partial_runs_say_so_and_stale_records_stay_out,
+        ),
+    ];
+    libtest_mimic::run(&args, trials).exit();
+}

@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# The template test. Copies templates/backend out of the checkout, as a vendor
+# would, with its commcheck dependencies pointing at this checkout, and runs
+# the vendor's documented path on it (its stand-in backend is the CPU
+# reference backend, so the template cannot rot):
+#   1. `cargo test` and `cargo nextest run --profile ci` (JUnit) give the same
+#      pass and skipped counts, and `commcheck-report report` gives the same
+#      report (equal digests) from either run's records, with those counts;
+#   2. a commcheck-report built without the bundled backends makes a signed
+#      report that `verify --key` accepts, and rejects once edited;
+#   3. a test file without `harness = false` fails, saying what to add.
+# Needs cargo-nextest 0.9.143 or later (JUnit `report-skipped`).
+# Exit status: 0 passed; 1 a check failed.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+export CARGO_TARGET_DIR="$root/target/template"
+export CARGO_TERM_COLOR=never
+export COMMCHECK_SEED=20261203
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+crate="$work/my-backend"
+
+step() { echo "== template: $*"; }
+fail() {
+  echo "template check FAILED: $*" >&2
+  exit 1
+}
+count() { # count REGEX FILE: the first number the regex's group 1 captures
+  sed -nE "s/$1/\\1/p" "$2" | head -n 1
+}
+
+cp -r "$root/templates/backend" "$crate"
+rm -rf "$crate/target" "$crate/Cargo.lock"
+sed -i "s|path = \"../../|path = \"$root/|" "$crate/Cargo.toml"
+grep -q "path = \"$root/kit\"" "$crate/Cargo.toml" || fail "the template's commcheck dependency is not a ../../kit path"
+
+step "commcheck-report without the bundled backends (default-features = false)"
+cargo build --quiet --manifest-path "$root/reports/Cargo.toml" --no-default-features --bin commcheck-report
+report_tool="$CARGO_TARGET_DIR/debug/commcheck-report"
+if "$report_tool" certify cpu --out "$work/nothing" >/dev/null 2>&1; then
+  fail "a build without the cpu feature certified the bundled CPU backend"
+fi
+
+step "cargo test --test commcheck"
+(cd "$crate" && COMMCHECK_RESULTS_DIR="$work/records-test" cargo test --test commcheck) >"$work/test.log" 2>&1 ||
+  { tail -n 40 "$work/test.log"; fail "cargo test failed"; }
+test_passed=$(count '^test result: ok\. ([0-9]+) passed.*' "$work/test.log")
+test_ignored=$(count '^test result: .* ([0-9]+) ignored.*' "$work/test.log")
+
+step "cargo nextest run --profile ci --test commcheck"
+(cd "$crate" && COMMCHECK_RESULTS_DIR="$work/records-nextest" cargo nextest run --profile ci --test commcheck) \
+  >"$work/nextest.log" 2>&1 || { tail -n 40 "$work/nextest.log"; fail "cargo nextest failed"; }
+nextest_passed=$(count '.*tests? run: ([0-9]+) passed.*' "$work/nextest.log")
+nextest_skipped=$(count '.*tests? run: .* ([0-9]+) skipped.*' "$work/nextest.log")
+junit="$crate/target/nextest/ci/junit.xml"
+[ -f "$junit" ] || fail "nextest wrote no JUnit file at $junit"
+read -r junit_tests junit_skipped junit_failures < <(python3 - "$junit" <<'PY'
+import sys, xml.etree.ElementTree as ET
+cases = list(ET.parse(sys.argv[1]).getroot().iter("testcase"))
+skipped = sum(1 for c in cases if c.find("skipped") is not None)
+failed = sum(1 for c in cases if c.find("failure") is not None or c.find("error") is not None)
+print(len(cases), skipped, failed)
+PY
+)
+junit_passed=$((junit_tests - junit_skipped - junit_failures))
+
+step "commcheck-report report, from each run's records"
+"$report_tool" report "$work/records-test" --out "$work/cert-test" --require core >"$work/report-test.log" ||
+  { cat "$work/report-test.log"; fail "report from cargo test's records"; }
+"$report_tool" keygen --secret "$work/release.key" --public "$work/release.pub" >/dev/null
+"$report_tool" report "$work/records-nextest" --out "$work/cert-nextest" --require core --sign "$work/release.key" \
+  >"$work/report-nextest.log" || { cat "$work/report-nextest.log"; fail "report from nextest's records"; }
+read -r digest_test pass_test skipped_test level_test < <(python3 - "$work/cert-test/report.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+print(r["digest"], sum(c["status"] == "pass" for c in r["cases"]),
+      sum(c["status"] == "not-supported" for c in r["cases"]), r["level"])
+PY
+)
+read -r digest_nextest pass_nextest skipped_nextest _ < <(python3 - "$work/cert-nextest/report.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+print(r["digest"], sum(c["status"] == "pass" for c in r["cases"]),
+      sum(c["status"] == "not-supported" for c in r["cases"]), r["level"])
+PY
+)
+echo "cargo test:  $test_passed passed, $test_ignored ignored"
+echo "nextest:     $nextest_passed passed, $nextest_skipped skipped; JUnit: $junit_passed passed, $junit_skipped <skipped>, $junit_failures failed"
+echo "report:      $pass_test pass, $skipped_test not-supported, level $level_test (from cargo test) = $pass_nextest pass, $skipped_nextest not-supported (from nextest)"
+for pair in "$test_passed:$nextest_passed" "$test_passed:$junit_passed" "$test_passed:$pass_test" "$test_passed:$pass_nextest" \
+  "$test_ignored:$nextest_skipped" "$test_ignored:$junit_skipped" "$test_ignored:$skipped_test" "$test_ignored:$skipped_nextest"; do
+  [ "${pair%%:*}" = "${pair##*:}" ] || fail "the runners disagree (see the counts above)"
+done
+[ "$junit_failures" = 0 ] || fail "JUnit has failures"
+[ "$digest_test" = "$digest_nextest" ] || fail "the two reports differ: $digest_test vs $digest_nextest"
+echo "equal reports: $digest_test"
+"$report_tool" diff "$work/cert-test/report.json" "$work/cert-nextest/report.json" >/dev/null ||
+  fail "diff found a regression between two equal runs"
+
+step "verify --key"
+"$report_tool" verify "$work/cert-nextest/report.json" --key "$work/release.pub" ||
+  fail "verify --key rejected the signed report"
+sed -i '0,/"pass"/s//"fail"/' "$work/cert-nextest/report.json"
+if "$report_tool" verify "$work/cert-nextest/report.json" --key "$work/release.pub" >"$work/edited.log" 2>&1; then
+  fail "verify --key accepted an edited report"
+fi
+echo "an edited report is rejected: $(head -n 2 "$work/edited.log" | tr '\n' ' ')"
+
+step "a test file without harness = false"
+sed -i '/^harness = false$/d' "$crate/Cargo.toml"
+if (cd "$crate" && cargo test --test commcheck) >"$work/harness.log" 2>&1; then
+  fail "cargo test passed without harness = false"
+fi
+grep -q 'add `harness = false`' "$work/harness.log" ||
+  { tail -n 20 "$work/harness.log"; fail "the failure does not say to add harness = false"; }
+echo "without harness = false: $(grep -m1 'was built with libtest' "$work/harness.log")"
+echo "template check passed"
