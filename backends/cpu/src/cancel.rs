@@ -34,7 +34,7 @@ impl CancelToken {
     }
 }
 
-thread_local! {
+crate::sync::rt::thread_local! {
     static CURRENT: RefCell<Option<CancelToken>> = const { RefCell::new(None) };
 }
 

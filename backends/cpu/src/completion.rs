@@ -1,8 +1,8 @@
 //! The CPU backend's completion: one handle on a work item's [`Core`].
 
 use std::cell::Cell;
-use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, PoisonError};
+use std::time::Duration;
 
 use eredu_core::{
     BoundedCompletion, BoundedCompletionOutcome, BoundedCompletionWait, Completion,
@@ -15,6 +15,7 @@ use crate::device::CpuDevice;
 use crate::error::CpuError;
 use crate::executor::LazyLaunch;
 use crate::group::GroupMember;
+use crate::sync::rt::{self, Instant, Mutex};
 
 /// Exact completion of one CPU submission.
 ///
@@ -264,7 +265,7 @@ impl Completion for CpuCompletion {
         self.launch();
         if self.has(Defect::WaitForDevice) {
             while self.device.ledger().pending_work > 0 {
-                std::thread::sleep(Duration::from_millis(1));
+                rt::sleep(Duration::from_millis(1));
             }
         }
         let seen = self.core.wait_for(None, |seen| {

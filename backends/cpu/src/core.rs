@@ -17,11 +17,9 @@
 //!
 //! Built on [`crate::sync`], so the loom suite can explore its interleavings.
 
-use std::any::Any;
-use std::time::Instant;
-
 use crate::error::CpuError;
-use crate::sync::{lock, Condvar, Mutex, MutexGuard};
+use crate::sync::{lock, Condvar, Instant, Mutex, MutexGuard};
+use std::any::Any;
 
 /// A value kept alive until the work reaches a terminal state.
 pub type Retained = Box<dyn Any + Send>;
@@ -91,10 +89,74 @@ pub enum CancelRequest {
     AlreadyTerminal,
 }
 
+/// A planted defect of the core itself, compiled only for the loom suite
+/// (`--cfg commcheck_loom`): each is a small, plausible edit of one
+/// transition that breaks one SPEC invariant ([`Mutant::invariant`]) in
+/// the interleavings that reach it, so the loom models can show that they
+/// find it. Chosen per core with [`Core::with_mutant`]; a core without one is
+/// the shipped state machine, and a normal build has neither the type nor
+/// the field.
+#[cfg(commcheck_loom)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Mutant {
+    /// `wait_for` checks the state under one lock acquisition and blocks
+    /// under another: a change in between is never seen (lost wake-up).
+    StaleWaitCheck,
+    /// `request_cancel` reads the phase, unlocks, and acts on what it read:
+    /// work that started in between is torn down as if it were queued.
+    CancelCheckThenAct,
+    /// `start` checks for `Queued`, unlocks, and then sets `Running`: work
+    /// torn down in between starts anyway (and may later complete).
+    StartCheckThenAct,
+    /// `retain` hands the value back unless the work is still queued
+    /// (started work is taken for finished).
+    RetainRejectsRunning,
+    /// `mark_quarantined` releases the retained values (the quarantine owner
+    /// keeps the work but not what it uses).
+    QuarantineReleases,
+    /// `mark_quarantined` also requests native cancellation.
+    QuarantineCancels,
+    /// `observe` reports a published error once: it takes it out of the state.
+    ReportErrorOnce,
+    /// [`Core::completed`] is born unreleased.
+    BornUnreleased,
+}
+
+#[cfg(commcheck_loom)]
+impl Mutant {
+    /// Every mutant.
+    pub const ALL: &'static [Mutant] = &[
+        Mutant::StaleWaitCheck,
+        Mutant::CancelCheckThenAct,
+        Mutant::StartCheckThenAct,
+        Mutant::RetainRejectsRunning,
+        Mutant::QuarantineReleases,
+        Mutant::QuarantineCancels,
+        Mutant::ReportErrorOnce,
+        Mutant::BornUnreleased,
+    ];
+
+    /// SPEC ID of the invariant the mutant breaks.
+    pub const fn invariant(self) -> &'static str {
+        match self {
+            Mutant::StaleWaitCheck => "EXC-4",
+            Mutant::CancelCheckThenAct => "EXC-8",
+            Mutant::StartCheckThenAct => "CAN-5",
+            Mutant::RetainRejectsRunning => "RET-6",
+            Mutant::QuarantineReleases => "CAN-6",
+            Mutant::QuarantineCancels => "CAN-3",
+            Mutant::ReportErrorOnce => "EXC-6",
+            Mutant::BornUnreleased => "EXC-10",
+        }
+    }
+}
+
 /// Shared state of one work item's completion.
 pub struct Core {
     inner: Mutex<Inner>,
     changed: Condvar,
+    #[cfg(commcheck_loom)]
+    mutant: Option<Mutant>,
 }
 
 impl Core {
@@ -111,6 +173,8 @@ impl Core {
                 waiters: 0,
             }),
             changed: Condvar::new(),
+            #[cfg(commcheck_loom)]
+            mutant: None,
         }
     }
 
@@ -130,7 +194,24 @@ impl Core {
                 waiters: 0,
             }),
             changed: Condvar::new(),
+            #[cfg(commcheck_loom)]
+            mutant: None,
         }
+    }
+
+    /// The same core with `mutant` planted (loom suite only).
+    #[cfg(commcheck_loom)]
+    pub fn with_mutant(mut self, mutant: Mutant) -> Self {
+        if mutant == Mutant::BornUnreleased {
+            lock(&self.inner).released = false;
+        }
+        self.mutant = Some(mutant);
+        self
+    }
+
+    #[cfg(commcheck_loom)]
+    fn has_mutant(&self, mutant: Mutant) -> bool {
+        self.mutant == Some(mutant)
     }
 
     /// Releases the lock after a change of state, waking the threads blocked
@@ -150,6 +231,10 @@ impl Core {
         if inner.phase.is_terminal() {
             return Err(value);
         }
+        #[cfg(commcheck_loom)]
+        if self.has_mutant(Mutant::RetainRejectsRunning) && inner.phase != Phase::Queued {
+            return Err(value);
+        }
         inner.retained.push(value);
         Ok(())
     }
@@ -159,6 +244,11 @@ impl Core {
         let mut inner = lock(&self.inner);
         if inner.phase != Phase::Queued {
             return false;
+        }
+        #[cfg(commcheck_loom)]
+        if self.has_mutant(Mutant::StartCheckThenAct) {
+            drop(inner);
+            inner = lock(&self.inner);
         }
         inner.phase = Phase::Running;
         self.changed_unlock(inner);
@@ -217,7 +307,13 @@ impl Core {
     /// Requests native cancellation.
     pub fn request_cancel(&self, operation: &'static str) -> CancelRequest {
         let mut inner = lock(&self.inner);
-        match inner.phase {
+        let phase = inner.phase;
+        #[cfg(commcheck_loom)]
+        if self.has_mutant(Mutant::CancelCheckThenAct) {
+            drop(inner);
+            inner = lock(&self.inner);
+        }
+        match phase {
             Phase::Queued => {
                 inner.cancel_requested = true;
                 inner.phase = Phase::Cancelled;
@@ -253,9 +349,31 @@ impl Core {
 
     pub fn mark_quarantined(&self) {
         lock(&self.inner).quarantined = true;
+        #[cfg(commcheck_loom)]
+        {
+            if self.has_mutant(Mutant::QuarantineCancels) {
+                lock(&self.inner).cancel_requested = true;
+            }
+            if self.has_mutant(Mutant::QuarantineReleases) {
+                drop(self.take_retained());
+            }
+        }
     }
 
     pub fn observe(&self) -> Observation {
+        #[cfg(commcheck_loom)]
+        if self.has_mutant(Mutant::ReportErrorOnce) {
+            let mut inner = lock(&self.inner);
+            let error = inner.error.take();
+            return Observation {
+                phase: inner.phase,
+                error,
+                cancel_requested: inner.cancel_requested,
+                quarantined: inner.quarantined,
+                released: inner.released,
+                deadline_passed: inner.deadline_passed,
+            };
+        }
         let inner = lock(&self.inner);
         Observation {
             phase: inner.phase,
@@ -339,6 +457,11 @@ impl Core {
             };
             if stop(&seen) {
                 return seen;
+            }
+            #[cfg(commcheck_loom)]
+            if self.has_mutant(Mutant::StaleWaitCheck) {
+                drop(inner);
+                inner = lock(&self.inner);
             }
             match deadline {
                 None => {

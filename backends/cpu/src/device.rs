@@ -2,8 +2,8 @@
 //! quarantine owner. Executors, groups and routes are made from it.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Weak};
 
 use eredu_runtime::CommunicationRouteId;
 
@@ -15,6 +15,7 @@ use crate::fabric::{Fabric, Span};
 use crate::group::{CpuGroup, GroupShared};
 use crate::ledger::{Kind, Ledger, LedgerSnapshot, StorageId};
 use crate::route::{CpuRoute, RouteShared};
+use crate::sync::rt::{AtomicU64, Mutex, MutexGuard};
 use crate::tensor::CpuTensor;
 
 struct DeviceShared {
@@ -30,6 +31,10 @@ struct DeviceShared {
     /// For a device of one process of a world of processes: the fabric and
     /// the world's number (every process numbers its worlds alike).
     span: Option<(Arc<Fabric>, u64)>,
+    /// Whether its executors have the planted race (see
+    /// [`CpuDevice::with_planted_race`]).
+    #[cfg(any(commcheck_shuttle, commcheck_planted_race))]
+    planted_race: bool,
 }
 
 /// One simulated device: every rank of an in-process world shares it.
@@ -104,8 +109,40 @@ impl CpuDevice {
                 groups: Mutex::new(HashMap::new()),
                 routes: Mutex::new(HashMap::new()),
                 span,
+                #[cfg(any(commcheck_shuttle, commcheck_planted_race))]
+                planted_race: cfg!(commcheck_planted_race),
             }),
         }
+    }
+
+    /// A correct device, except for the planted race of the shuttle suite
+    /// (`shuttle-tests/`), a lost wake-up in its executors: after an item, a
+    /// worker that found its queue empty as it marked itself idle goes to
+    /// sleep in a second critical section, looking again for shutdown but not
+    /// at its queue. Work queued in between sees no sleeper and wakes nobody;
+    /// it stays queued until another submission on the lane wakes the worker,
+    /// so a `wait` on it never returns (EXC-4), and work nobody waits for
+    /// never releases what it retains (RET-7).
+    ///
+    /// Only under `--cfg commcheck_shuttle`, where shuttle must find it, or
+    /// `--cfg commcheck_planted_race`, where every device has it (so the
+    /// plain suites can be run against it). It is no [`Defect`]: the plain
+    /// suites almost never hit its window.
+    #[cfg(any(commcheck_shuttle, commcheck_planted_race))]
+    #[doc(hidden)]
+    pub fn with_planted_race() -> Self {
+        let mut device = Self::build(None);
+        if let Some(shared) = Arc::get_mut(&mut device.shared) {
+            shared.planted_race = true;
+        }
+        device
+    }
+
+    /// Whether this device's executors have the planted race.
+    #[cfg(any(commcheck_shuttle, commcheck_planted_race))]
+    #[doc(hidden)]
+    pub fn planted_race(&self) -> bool {
+        self.shared.planted_race
     }
 
     /// The planted defect, if any.

@@ -26,8 +26,8 @@
 
 use std::collections::VecDeque;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::cancel::{self, CancelToken};
@@ -38,6 +38,7 @@ use crate::device::CpuDevice;
 use crate::error::CpuError;
 use crate::group::GroupMember;
 use crate::ledger::Kind;
+use crate::sync::rt::{self, AtomicBool, AtomicUsize, Condvar, Instant, Mutex, MutexGuard};
 
 /// How often blocked native work re-checks a cancellation request.
 pub(crate) const CANCEL_POLL: Duration = Duration::from_millis(1);
@@ -138,7 +139,10 @@ pub(crate) struct Lane {
     fault_next: AtomicBool,
     fail_next_submission: AtomicBool,
     /// Executor handles (`ExecShared`) on this lane; the last one retires it.
-    handles: std::sync::atomic::AtomicUsize,
+    handles: AtomicUsize,
+    /// The planted race (see `CpuDevice::with_planted_race`).
+    #[cfg(any(commcheck_shuttle, commcheck_planted_race))]
+    lost_wakeup: bool,
 }
 
 fn guard<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -157,11 +161,13 @@ impl Lane {
             released: Condvar::new(),
             fault_next: AtomicBool::new(false),
             fail_next_submission: AtomicBool::new(false),
-            handles: std::sync::atomic::AtomicUsize::new(0),
+            handles: AtomicUsize::new(0),
+            #[cfg(any(commcheck_shuttle, commcheck_planted_race))]
+            lost_wakeup: device.planted_race(),
         });
         let worker = Arc::clone(&lane);
         let device = device.clone();
-        let spawned = std::thread::Builder::new()
+        let spawned = rt::Builder::new()
             .name(format!("commcheck-cpu-executor-{id}"))
             .spawn(move || worker.run(id, &device));
         if let Err(error) = spawned {
@@ -206,20 +212,52 @@ impl Lane {
                 }
             };
             self.execute(id, device, item, false);
+            #[cfg(any(commcheck_shuttle, commcheck_planted_race))]
+            if self.lost_wakeup {
+                self.sleep_after_item();
+                continue;
+            }
             guard(&self.state).busy = false;
         }
     }
 
+    /// The planted race (see `CpuDevice::with_planted_race`): after an item,
+    /// a worker that found its queue empty as it cleared `busy` goes to sleep
+    /// at once, in a second critical section, without looking at its queue
+    /// again (it does look for shutdown). Work pushed in between sees no
+    /// sleeper and wakes nobody.
+    #[cfg(any(commcheck_shuttle, commcheck_planted_race))]
+    fn sleep_after_item(&self) {
+        let idle = {
+            let mut state = guard(&self.state);
+            state.busy = false;
+            state.items.is_empty()
+        };
+        if !idle {
+            return;
+        }
+        let mut state = guard(&self.state);
+        if state.shutdown {
+            return;
+        }
+        state.sleeping = true;
+        state = match self.wake.wait(state) {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        state.sleeping = false;
+    }
+
     /// Polls briefly for new work before the worker sleeps (see [`crate::sync::SPIN`]).
     fn spin_for_work(&self) {
-        let until = std::time::Instant::now() + crate::sync::SPIN;
-        while std::time::Instant::now() < until {
+        let until = Instant::now() + crate::sync::SPIN;
+        while Instant::now() < until {
             if let Ok(state) = self.state.try_lock() {
                 if state.runnable() || state.shutdown {
                     return;
                 }
             }
-            std::thread::yield_now();
+            rt::yield_now();
         }
     }
 

@@ -6,14 +6,15 @@
 //! aborts the rendezvous, so its peers fail instead of hanging.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 use crate::device::CpuDevice;
 use crate::error::CpuError;
 use crate::executor::{WorkCtx, CANCEL_POLL};
 use crate::fabric::{Frame, Span};
 use crate::ledger::{Kind, Ledger};
+use crate::sync::rt::{AtomicU64, Condvar, Mutex, MutexGuard, OnceLock};
 use crate::tensor::Values;
 
 /// What one member brings to a collective.

@@ -3,8 +3,9 @@
 //! and leaks (RET-7) without trusting the completion under test.
 
 use std::collections::BTreeSet;
-use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::Mutex;
+use std::sync::atomic::Ordering;
+
+use crate::sync::rt::{self, AtomicI64, Mutex, MutexGuard};
 
 /// Identity of one tensor's native storage, stable for the storage's lifetime.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -98,10 +99,7 @@ impl Ledger {
         }
     }
 
-    fn storages_set(&self) -> std::sync::MutexGuard<'_, BTreeSet<u64>> {
-        match self.storages.lock() {
-            Ok(guard) => guard,
-            Err(poisoned) => poisoned.into_inner(),
-        }
+    fn storages_set(&self) -> MutexGuard<'_, BTreeSet<u64>> {
+        rt::lock(&self.storages)
     }
 }

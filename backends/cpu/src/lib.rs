@@ -151,7 +151,16 @@ pub use crate::tensor::CpuTensor;
 #[cfg(commcheck_loom)]
 #[doc(hidden)]
 pub mod loom_core {
-    pub use crate::core::{CancelRequest, Core, Retained};
+    pub use crate::core::{CancelRequest, Core, Mutant, Retained};
+}
+
+/// What the shuttle suite needs beyond the public API (`--cfg
+/// commcheck_shuttle` only, see `shuttle-tests/`): the virtual clock every
+/// deadline of the backend is measured against.
+#[cfg(commcheck_shuttle)]
+#[doc(hidden)]
+pub mod shuttle_support {
+    pub use crate::sync::controlled::Instant;
 }
 
 /// The CPU reference backend. All state lives in devices, executors, groups

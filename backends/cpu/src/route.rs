@@ -7,7 +7,7 @@
 //! Every message is recorded in a wire log, the instrument P2P-3 needs.
 
 use std::collections::VecDeque;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::Arc;
 
 use eredu_runtime::CommunicationRouteId;
 
@@ -15,6 +15,7 @@ use crate::device::CpuDevice;
 use crate::error::CpuError;
 use crate::executor::{WorkCtx, CANCEL_POLL};
 use crate::ledger::{Kind, Ledger};
+use crate::sync::rt::{Condvar, Mutex, MutexGuard};
 
 /// One value as it travels: header bytes, shape and payload.
 #[derive(Debug, Clone, PartialEq)]

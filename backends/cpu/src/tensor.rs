@@ -15,11 +15,12 @@
 //! afresh.
 
 use std::fmt;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 
 use crate::cancel;
 use crate::error::CpuError;
 use crate::ledger::{Ledger, StorageId};
+use crate::sync::rt::{Mutex, MutexGuard};
 
 /// A deferred computation. It can run more than once: an evaluation aborted
 /// by a cancellation leaves the value deferred, to be computed again later.

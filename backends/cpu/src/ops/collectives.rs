@@ -5,8 +5,8 @@
 //! contributions in member order. Disagreeing members fail on every rank with
 //! a message naming the member at fault.
 
-use std::sync::{Arc, Mutex, Weak};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Weak};
+use std::time::Duration;
 
 use eredu_core::Submission;
 use eredu_runtime::backend::{
@@ -23,6 +23,7 @@ use crate::error::CpuError;
 use crate::executor::{CpuExecutor, Dispatch, Work, WorkCtx, WorkKind};
 use crate::group::{Contribution, CpuGroup, GroupMember};
 use crate::layout::{concat_axis, slice_axis, AxisView};
+use crate::sync::rt::{Instant, Mutex};
 use crate::tensor::{CpuTensor, Storage, Values};
 use crate::CpuBackend;
 

@@ -1,7 +1,6 @@
 //! `SubmissionBackend` and `CommunicationBackend`: rank-local work.
 
 use std::sync::{Arc, Weak};
-use std::time::Instant;
 
 use eredu_core::Submission;
 use eredu_runtime::backend::{CommunicationBackend, SubmissionBackend};
@@ -13,6 +12,7 @@ use crate::error::CpuError;
 use crate::executor::{CpuExecutor, Dispatch, Work, WorkCtx, WorkKind, CANCEL_POLL};
 use crate::group::CpuGroup;
 use crate::route::CpuRoute;
+use crate::sync::rt::{self, Instant};
 use crate::tensor::{CpuTensor, Storage};
 use crate::CpuBackend;
 
@@ -60,7 +60,7 @@ fn local_work<'a>(
     let body = Box::new(move |ctx: &WorkCtx<'_>| {
         if hang_when_empty {
             while !ctx.cancelled() {
-                std::thread::sleep(CANCEL_POLL);
+                rt::sleep(CANCEL_POLL);
             }
             return ctx.checkpoint();
         }
@@ -88,7 +88,7 @@ fn local_work<'a>(
 fn await_published(storage: &Storage, ctx: &WorkCtx<'_>) -> Result<(), CpuError> {
     while storage.is_pending() {
         ctx.checkpoint()?;
-        std::thread::sleep(CANCEL_POLL);
+        rt::sleep(CANCEL_POLL);
     }
     Ok(())
 }
