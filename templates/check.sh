@@ -8,8 +8,10 @@
 #      report (equal digests) from either run's records, with those counts;
 #   2. a commcheck-report built without the bundled backends makes a signed
 #      report that `verify --key` accepts, and rejects once edited;
-#   3. a test file without `harness = false` fails, saying what to add.
-# Needs cargo-nextest 0.9.143 or later (JUnit `report-skipped`).
+#   3. the template's fuzz target (fuzz/, the suite's harness compiled in) runs;
+#   4. a test file without `harness = false` fails, saying what to add.
+# Needs cargo-nextest 0.9.143 or later (JUnit `report-skipped`), and
+# cargo-fuzz with a nightly toolchain.
 # Exit status: 0 passed; 1 a check failed.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -105,6 +107,19 @@ if "$report_tool" verify "$work/cert-nextest/report.json" --key "$work/release.p
   fail "verify --key accepted an edited report"
 fi
 echo "an edited report is rejected: $(head -n 2 "$work/edited.log" | tr '\n' ' ')"
+
+step "the fuzz target, on the suite's own harness (cargo +nightly fuzz, 10 s)"
+cargo +nightly fuzz --version >/dev/null 2>&1 || fail "cargo-fuzz on a nightly toolchain is needed (.ci/run installs it)"
+sed -i "s|path = \"../../../|path = \"$root/|" "$crate/fuzz/Cargo.toml"
+grep -q "path = \"$root/kit\"" "$crate/fuzz/Cargo.toml" || fail "the template's fuzz package does not depend on ../../../kit"
+mkdir -p "$work/fuzz-corpus"
+# The repository's fuzz packages share one target folder (the same dependencies, built once).
+(cd "$crate" && env -u CARGO_TARGET_DIR cargo +nightly fuzz run --sanitizer none --target-dir "$root/fuzz/target" \
+  sequence "$work/fuzz-corpus" -- -max_total_time=10 -seed=1 -print_final_stats=1 -artifact_prefix="$work/") \
+  >"$work/fuzz.log" 2>&1 || { tail -n 40 "$work/fuzz.log"; fail "the template's fuzz target failed"; }
+runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$work/fuzz.log")
+[ "${runs:-0}" -gt 0 ] || { tail -n 20 "$work/fuzz.log"; fail "the template's fuzz target ran no input"; }
+echo "fuzz target: $runs inputs, no failure"
 
 step "a test file without harness = false"
 sed -i '/^harness = false$/d' "$crate/Cargo.toml"

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use commcheck::model::{
-    check_sequence, check_sequence_with, sequence_strategy, Divergence, Mode, Op, Options,
+    check_sequence, check_sequence_with, sequence_strategy, Divergence, Header, Mode, Op, Options,
     Sequence, Stats, Timeout, Work,
 };
 use commcheck::Instruments;
@@ -295,11 +295,88 @@ fn mutant_drop_releases_pending_shrinks_to_a_minimal_sequence() {
     assert_eq!(divergence.id, Some("RET-4"), "{divergence}");
 }
 
+/// The model gaps an independent backend found, each now caught by a short
+/// sequence naming its invariant: agreement that resolves to the local
+/// status, uneven-gather counts read as element counts, a receiver that
+/// skips the header comparison, and `resources_releasable` turning true
+/// after a timed-out bounded wait (read on a second handle).
+#[test]
+fn independent_backend_gaps_are_caught() {
+    let released = |work| {
+        vec![
+            Op::Submit {
+                work,
+                lane: 0,
+                fault: false,
+            },
+            Op::Release { sub: 0 },
+            Op::Wait { sub: 0 },
+        ]
+    };
+    let cases = [
+        (
+            Defect::AgreementLocal,
+            "AGR-1",
+            released(Work::Agree {
+                votes: [true, false],
+            }),
+        ),
+        (
+            Defect::UnevenCountsAsElements,
+            "GAT-2",
+            released(Work::UnevenGather {
+                counts: [1, 2],
+                width: 1,
+            }),
+        ),
+        (
+            Defect::SkipHeaderCheck,
+            "P2P-2",
+            released(Work::SendReceive {
+                values: 0,
+                header: Header::Schema,
+            }),
+        ),
+        (
+            Defect::ReleasableAfterDeadline,
+            "EXC-8",
+            vec![
+                Op::Submit {
+                    work: Work::Operation(0),
+                    lane: 0,
+                    fault: false,
+                },
+                Op::WaitBounded {
+                    sub: 0,
+                    timeout: Timeout::Short,
+                    mode: Mode::Quarantine,
+                },
+            ],
+        ),
+    ];
+    let mut wrong = Vec::new();
+    for (defect, id, ops) in cases {
+        assert!(
+            run(CpuHarness::new(), &ops).is_ok(),
+            "the correct backend diverges on {defect}'s sequence"
+        );
+        match diverges(defect, &ops) {
+            Some(divergence) if divergence.id == Some(id) => {
+                println!("{defect}: {divergence}");
+            }
+            other => wrong.push(format!("{defect}: expected {id}, got {other:?}")),
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
 /// Further mutants the sequence model finds, each with the invariant its
 /// divergence must name. (Defects outside the model's reach are proven by
 /// the suites: ones that only hang or slow a call down, need an executor
-/// drop, `resources_releasable`, empty or lazy submissions, special counts,
-/// roots or headers, or a leak the final drain would need seconds to prove.)
+/// drop, empty or lazy submissions, or fail_next_submission; and ones whose
+/// every failing replay takes seconds, which shrinking repeats: a leak the
+/// final drain proves, `resources_releasable` never turning true (EXC-9).
+/// The fuzz targets find those too, see fuzz/README.md.)
 #[test]
 fn mutants_are_found_and_named() {
     let table = [
@@ -326,6 +403,15 @@ fn mutants_are_found_and_named() {
         (Defect::GatherReversed, "GAT-1"),
         (Defect::BroadcastSums, "BRD-1"),
         (Defect::BarrierEarly, "BAR-1"),
+        (Defect::AgreementLocal, "AGR-1"),
+        (Defect::UnevenCountsAsElements, "GAT-2"),
+        (Defect::AllToAllZeroSkips, "A2A-1"),
+        (Defect::PointToPointReversed, "P2P-1"),
+        (Defect::SkipHeaderCheck, "P2P-2"),
+        (Defect::SeparateHeaderMessage, "P2P-3"),
+        (Defect::BroadcastRootWraps, "BRD-2"),
+        (Defect::ReleasableEarly, "EXC-8"),
+        (Defect::ReleasableAfterDeadline, "EXC-8"),
     ];
     let mut wrong = Vec::new();
     for (defect, id) in table {

@@ -12,6 +12,7 @@ use eredu_runtime::backend::{
 use crate::case::Row;
 use crate::harness::{Backend, Harness};
 use crate::matrix::{self, Driver};
+use crate::model::variant::{self, Vary};
 use crate::operation::Operation;
 use crate::suites;
 
@@ -25,6 +26,9 @@ pub struct Claims<H: Harness> {
 struct Claimed<H: Harness> {
     driver: Driver<H>,
     rows: fn() -> Vec<Row<H>>,
+    /// The sequence model's parameterised submission, for the operations
+    /// that have parameters worth varying.
+    vary: Option<Vary<H>>,
 }
 
 impl<H: Harness> std::fmt::Debug for Claims<H> {
@@ -47,15 +51,33 @@ impl<H: Harness> Claims<H> {
         }
     }
 
-    fn with(mut self, driver: Driver<H>, rows: fn() -> Vec<Row<H>>) -> Self {
+    fn with(self, driver: Driver<H>, rows: fn() -> Vec<Row<H>>) -> Self {
+        self.with_vary(driver, rows, None)
+    }
+
+    fn with_vary(
+        mut self,
+        driver: Driver<H>,
+        rows: fn() -> Vec<Row<H>>,
+        vary: Option<Vary<H>>,
+    ) -> Self {
         self.claimed.retain(|c| c.driver.subject != driver.subject);
-        self.claimed.push(Claimed { driver, rows });
+        self.claimed.push(Claimed { driver, rows, vary });
         self
     }
 
     /// The completion-matrix drivers of the claimed operations.
     pub(crate) fn drivers(&self) -> Vec<Driver<H>> {
         self.claimed.iter().map(|c| c.driver).collect()
+    }
+
+    /// The claimed operation's driver and parameterised submission, when it
+    /// is claimed and has one.
+    pub(crate) fn varied(&self, operation: Operation) -> Option<(Driver<H>, Vary<H>)> {
+        self.claimed
+            .iter()
+            .find(|c| c.driver.subject.operation() == Some(operation))
+            .and_then(|c| Some((c.driver, c.vary?)))
     }
 
     /// The rows of the claimed operations' own families.
@@ -84,9 +106,10 @@ impl<H: Harness> Claims<H> {
     where
         Backend<H>: UnevenGatherBackend,
     {
-        self.with(
+        self.with_vary(
             matrix::all_gather_uneven::<H>(),
             suites::gat::uneven_rows::<H>,
+            Some(variant::uneven_gather::<H>),
         )
     }
 
@@ -95,7 +118,11 @@ impl<H: Harness> Claims<H> {
     where
         Backend<H>: VariableAllToAllBackend,
     {
-        self.with(matrix::variable_all_to_all::<H>(), suites::a2a::rows::<H>)
+        self.with_vary(
+            matrix::variable_all_to_all::<H>(),
+            suites::a2a::rows::<H>,
+            Some(variant::all_to_all::<H>),
+        )
     }
 
     /// Claims `PointToPointBackend`.
@@ -103,7 +130,11 @@ impl<H: Harness> Claims<H> {
     where
         Backend<H>: PointToPointBackend,
     {
-        self.with(matrix::send_receive::<H>(), suites::p2p::rows::<H>)
+        self.with_vary(
+            matrix::send_receive::<H>(),
+            suites::p2p::rows::<H>,
+            Some(variant::send_receive::<H>),
+        )
     }
 
     /// Claims `BroadcastBackend`.
@@ -111,7 +142,11 @@ impl<H: Harness> Claims<H> {
     where
         Backend<H>: BroadcastBackend,
     {
-        self.with(matrix::broadcast::<H>(), suites::brd::rows::<H>)
+        self.with_vary(
+            matrix::broadcast::<H>(),
+            suites::brd::rows::<H>,
+            Some(variant::broadcast::<H>),
+        )
     }
 
     /// Claims `BarrierBackend`.
@@ -127,7 +162,11 @@ impl<H: Harness> Claims<H> {
     where
         Backend<H>: FailureAgreementBackend,
     {
-        self.with(matrix::agree_success::<H>(), suites::agr::rows::<H>)
+        self.with_vary(
+            matrix::agree_success::<H>(),
+            suites::agr::rows::<H>,
+            Some(variant::agree::<H>),
+        )
     }
 
     /// Claims all eight operation traits.

@@ -56,6 +56,18 @@
 //!   backend's own completion type offers one (e.g. `Clone`); not an
 //!   instrument, it lets EXC-8's timeout clause be read without an observer.
 //!
+//! Beyond the named cases, [`model`] checks random operation sequences
+//! against a reference model, and [`fuzz`] runs them from fuzzer bytes: a
+//! cargo-fuzz target of a vendor's backend is three lines (the backend
+//! template's `fuzz/fuzz_targets/sequence.rs`, which compiles the suite's
+//! harness, the example below, into the target):
+//!
+//! ```ignore
+//! #![no_main]
+//! include!("../../tests/commcheck.rs");
+//! libfuzzer_sys::fuzz_target!(|data: &[u8]| commcheck::fuzz::run(&Minimal, data));
+//! ```
+//!
 //! A backend with one rank per process runs the same cases under `mpirun`
 //! (the `mpi` feature): [`processes::main_across`] instead of [`main()`], each
 //! process building only its own rank; see [`processes`].
@@ -66,6 +78,7 @@
 //! use commcheck_cpu::{CpuBackend, CpuDevice, CpuExecutor, CpuGroup, CpuRoute, CpuTensor};
 //! use eredu_runtime::CommunicationRouteId;
 //!
+//! #[derive(Clone)] // the fuzz targets share it (fuzz/ in the template)
 //! struct Minimal;
 //!
 //! struct Rank {
@@ -169,6 +182,7 @@ pub mod check;
 pub mod claims;
 #[doc = include_str!("../EVIDENCE.md")]
 pub mod evidence {}
+pub mod fuzz;
 pub mod harness;
 pub mod lazy;
 mod matrix;

@@ -420,13 +420,29 @@ impl<H: Harness> Driver<H> {
         executor: &crate::harness::Executor<H>,
         load: Load,
     ) -> Result<Pending<'c, 'w, H>, Finding> {
+        let submit = self.submit;
+        self.pending_with(ctx, executor, |ctx, executor| submit(ctx, executor, load))
+    }
+
+    /// The subject's side on `executor`, kept pending as this row's work is,
+    /// but submitted by `submit` (a parameterised submission of the same
+    /// operation).
+    pub(crate) fn pending_with<'c, 'w>(
+        &self,
+        ctx: &'c RankCtx<'w, H>,
+        executor: &crate::harness::Executor<H>,
+        submit: impl FnOnce(
+            &RankCtx<'_, H>,
+            &crate::harness::Executor<H>,
+        ) -> Result<Submitted<H>, Finding>,
+    ) -> Result<Pending<'c, 'w, H>, Finding> {
         let hold = match self.pending {
             PendingVia::Hold => Some(ctx.hold(executor)?),
             PendingVia::Lazy | PendingVia::LatePeer => None,
         };
         let round = ctx.rounds.get();
         ctx.rounds.set(round + 1);
-        let mut submitted = (self.submit)(ctx, executor, load)?;
+        let mut submitted = submit(ctx, executor)?;
         submitted.watch = ctx.optional_observer(submitted.completion.as_ref());
         Ok(Pending {
             submitted,
@@ -491,13 +507,13 @@ impl<H: Harness> Driver<H> {
 // ---------------------------------------------------------------------------
 // Standard submissions. Inputs come from (rank, index) so results are exact.
 
-fn values(rank: usize, len: usize) -> Vec<f32> {
+pub(crate) fn values(rank: usize, len: usize) -> Vec<f32> {
     (0..len).map(|i| (rank * 16 + i + 1) as f32).collect()
 }
 
 /// Probes on `tensors` when the harness provides the probe (none otherwise);
 /// a declared probe that answers nothing is a harness error.
-fn probes<H: Harness>(
+pub(crate) fn probes<H: Harness>(
     ctx: &RankCtx<'_, H>,
     tensors: &[&crate::harness::Tensor<H>],
 ) -> Result<Vec<Probe>, Finding> {
@@ -512,7 +528,7 @@ fn probes<H: Harness>(
 /// of the operation's value invariant ([`Operation::value_invariant`]), not of
 /// the retention or completion invariant whose check found it: it is recorded
 /// for that invariant and the verification passes.
-fn verify_tensors<H: Harness>(
+pub(crate) fn verify_tensors<H: Harness>(
     operation: Operation,
     outputs: Vec<crate::harness::Tensor<H>>,
     expected: Vec<Vec<f32>>,
@@ -544,7 +560,11 @@ fn verify_tensors<H: Harness>(
 }
 
 /// Records a wrong output value of `operation` against its value invariant.
-fn attribute_value<H: Harness>(ctx: &RankCtx<'_, H>, operation: Operation, message: String) {
+pub(crate) fn attribute_value<H: Harness>(
+    ctx: &RankCtx<'_, H>,
+    operation: Operation,
+    message: String,
+) {
     if let Some(id) = operation.value_invariant() {
         ctx.attribute(id, message);
     }
@@ -833,7 +853,7 @@ where
 }
 
 /// Route id of the standard point-to-point route (late rank 1 → subject 0).
-const ROUTE: u64 = 7;
+pub(crate) const ROUTE: u64 = 7;
 
 /// Frames `tensors` for the standard route with eredu-runtime's public framing.
 pub(crate) fn frame<T>(

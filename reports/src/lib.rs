@@ -87,6 +87,7 @@ pub mod certify;
 pub mod collect;
 pub mod diff;
 pub mod expectations;
+pub mod fuzz;
 pub mod junit;
 pub mod markdown;
 pub mod model;

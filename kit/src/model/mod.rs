@@ -23,9 +23,23 @@
 //! world: every hold and round is released, every handle dropped, and every
 //! resource must then be released (RET-6, RET-7).
 //!
-//! Invariants exercised: RET-1, RET-3..RET-7, EXC-2..EXC-7, CAN-1..CAN-9
-//! (CAN-2's lower bound only: no speed is asserted), SUB-1..SUB-3, and the
-//! claimed operations' value semantics (SUM-1, GAT-1, ...).
+//! Invariants exercised: RET-1, RET-3..RET-8, EXC-2..EXC-9, CAN-1..CAN-9
+//! (CAN-2's lower bound only: no speed is asserted), SUB-1..SUB-3, and every
+//! operation invariant of the claimed operations: their value semantics
+//! (SUM-1, GAT-1, ...) on the standard submissions, and on parameterised
+//! ones ([`Work::UnevenGather`], [`Work::AllToAll`], [`Work::Broadcast`],
+//! [`Work::Agree`], [`Work::SendReceive`]): uneven and zero counts whose
+//! extents differ from element counts (GAT-2, A2A-1), every broadcast root
+//! and an out-of-range one (BRD-1, BRD-2), per-rank agreement votes (AGR-1),
+//! bundles whose headers match or differ (P2P-1, P2P-2) and the sender's
+//! wire log (P2P-3). After every step, `resources_releasable()` is read on
+//! every submission whose answer the model knows (on its completion, else on
+//! a second handle, [`crate::Harness::second_handle`], or the observer's
+//! reading after `wait_bounded` consumed it): `true` while the work is live
+//! is EXC-8 (after a timeout, a cancellation request or an error alike), a
+//! value of `retain_until_complete` dropped inside the call is EXC-8, and
+//! `false` after success is EXC-9. A collective refused after a bounded
+//! wait on local dependencies alone left work unfinished is RET-8.
 //!
 //! # Example
 //! ```
@@ -52,35 +66,26 @@
 //! # Property tests and fuzzing
 //! [`sequence_strategy`] generates sequences for `proptest` (shrinking
 //! removes operations and lowers indices; `Display` on [`Sequence`] prints a
-//! `vec![...]` literal to replay). [`Sequence`] and [`Op`] implement
-//! `arbitrary::Arbitrary`, so a cargo-fuzz target decodes the same
-//! operations from fuzzer bytes ([`Sequence::from_bytes`] caps the length):
-//! ```ignore
-//! #![no_main]
-//! use std::sync::Arc;
-//! use commcheck::model::{check_sequence, Sequence};
-//! use commcheck_reference::cpu::CpuHarness;
-//!
-//! libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-//!     let sequence = Sequence::from_bytes(data, 48);
-//!     if let Err(divergence) = check_sequence(Arc::new(CpuHarness::new()), &sequence) {
-//!         panic!("{divergence}\nreplay:\n{sequence}");
-//!     }
-//! });
-//! ```
-//! A divergence panics with the step, the SPEC ID and the replayable
-//! sequence; `cargo fuzz tmin` then minimises the input.
+//! `vec![...]` literal to replay). For cargo-fuzz, [`crate::fuzz`] decodes
+//! sequences from fuzzer bytes with a versioned format (a stored input
+//! decodes the same way forever) and runs them: a vendor's target is
+//! `fuzz_target!(|data: &[u8]| commcheck::fuzz::run(&MyHarness::new(), data));`.
+//! [`Sequence`] and [`Op`] also implement `arbitrary::Arbitrary` (derived:
+//! its encoding may change with `arbitrary` releases, so stored inputs use
+//! [`crate::fuzz`]), and [`Sequence::from_bytes`] caps the length.
 
 mod op;
 mod peer;
 mod reference;
 mod runner;
 mod strategy;
+pub(crate) mod variant;
 
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-pub use op::{Mode, Op, Sequence, Timeout, Work};
+pub use op::{Header, Mode, Op, Sequence, Timeout, Work};
+pub(crate) use peer::teardown_mode;
 pub use strategy::{op_strategy, sequence_strategy, work_strategy};
 
 use crate::harness::{Harness, Instruments};
@@ -172,7 +177,7 @@ struct Shared {
     outcome: Option<Result<Stats, Divergence>>,
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     match mutex.lock() {
         Ok(guard) => guard,
         Err(poisoned) => poisoned.into_inner(),
@@ -194,15 +199,16 @@ pub fn check_sequence_with<H: Harness>(
 ) -> Result<Stats, Divergence> {
     let ops: Arc<[Op]> = ops.into();
     let shared = Arc::new(Mutex::new(Shared::default()));
+    let plan = Arc::new(peer::Plan::default());
     let script: Script<H> = {
         let (ops, shared) = (Arc::clone(&ops), Arc::clone(&shared));
         Arc::new(move |ctx: &RankCtx<'_, H>| {
             if ctx.rank() == 0 {
-                let outcome = subject(ctx, &ops, options, &shared);
+                let outcome = subject(ctx, &ops, options, &shared, Arc::clone(&plan));
                 lock(&shared).outcome = Some(outcome);
                 Ok(())
             } else {
-                peer::late_peer(ctx)
+                peer::late_peer(ctx, &plan)
             }
         })
     };
@@ -266,9 +272,10 @@ fn subject<H: Harness>(
     ops: &[Op],
     options: Options,
     shared: &Mutex<Shared>,
+    plan: Arc<peer::Plan>,
 ) -> Result<Stats, Divergence> {
     let _done = Done(ctx);
-    let mut runner = Runner::new(ctx, options);
+    let mut runner = Runner::new(ctx, options, plan);
     let diverged = |runner: &mut Runner<'_, '_, H>, step, op, breach: Breach| {
         runner.abandon();
         Err(Divergence {

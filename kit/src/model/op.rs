@@ -20,6 +20,126 @@ pub enum Work {
     /// index is taken modulo the number of claimed operations (skipped when
     /// none is claimed). Rank 1, the late peer, joins when the model releases it.
     Operation(u8),
+    /// `all_gather_uneven` on axis 0 of `[counts[r], width]` inputs: member
+    /// `r`'s extent is `counts[r] % 4` (zero included) and each row holds
+    /// `1 + width % 3` values, so extents differ from element counts (GAT-2).
+    /// Skipped unless the operation is claimed.
+    UnevenGather {
+        /// Each member's extent along the gathered axis (modulo 4).
+        counts: [u8; 2],
+        /// Row width, `1 + width % 3`.
+        width: u8,
+    },
+    /// `variable_all_to_all` on axis 0: member `r` sends `sends[r][p] % 3`
+    /// rows of `1 + width % 3` values to member `p` (zero counts included;
+    /// all-zero for a member when both of its rows are zero) (A2A-1).
+    AllToAll {
+        /// Rows sent by member `r` to member `p` (modulo 3).
+        sends: [[u8; 2]; 2],
+        /// Row width, `1 + width % 3`.
+        width: u8,
+    },
+    /// `broadcast` from member `root % 3`: 0 (the subject itself) or 1 (the
+    /// late peer), or 2, out of range, which must fail (BRD-2).
+    Broadcast {
+        /// Root member index (modulo 3).
+        root: u8,
+    },
+    /// `agree_success` with one vote per member: the result must be their
+    /// conjunction (AGR-1).
+    Agree {
+        /// Member `r` submits `votes[r]`.
+        votes: [bool; 2],
+    },
+    /// `send_receive` of `1 + values % 2` framed values from the late peer to
+    /// the subject; the sender frames them as `header` says, and the receive
+    /// must fail unless the headers match (P2P-1, P2P-2).
+    SendReceive {
+        /// Values in the receiver's bundle (`1 + values % 2`).
+        values: u8,
+        /// How the sender's framing differs from the receiver's.
+        header: Header,
+    },
+}
+
+/// How the sender of an [`Work::SendReceive`] frames its bundle, relative to
+/// what the receiver expects. Every variant but `Matching` changes the
+/// header bytes only (the tensors keep their shapes), except `Count`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, arbitrary::Arbitrary)]
+pub enum Header {
+    /// The same contract and route: the bundle must arrive exactly.
+    Matching,
+    /// Another schema name.
+    Schema,
+    /// Another role name for the first value.
+    Role,
+    /// Another dtype of the same width (`I32` for `F32`).
+    Dtype,
+    /// Another declared shape with as many elements (`[2, 2]` for `[4]`).
+    Shape,
+    /// Another route id in the header (the message still travels the route).
+    Route,
+    /// One value more in the bundle.
+    Count,
+}
+
+impl Header {
+    /// Every variant, in the order the fuzz decoder numbers them.
+    pub const ALL: [Self; 7] = [
+        Self::Matching,
+        Self::Schema,
+        Self::Role,
+        Self::Dtype,
+        Self::Shape,
+        Self::Route,
+        Self::Count,
+    ];
+}
+
+impl Work {
+    /// The same work with every parameter reduced to its meaning (`counts`
+    /// modulo 4, ...): equal normalised works submit the same thing.
+    pub fn normalized(self) -> Self {
+        match self {
+            Self::UnevenGather { counts, width } => Self::UnevenGather {
+                counts: counts.map(|c| c % 4),
+                width: width % 3,
+            },
+            Self::AllToAll { sends, width } => Self::AllToAll {
+                sends: sends.map(|row| row.map(|c| c % 3)),
+                width: width % 3,
+            },
+            Self::Broadcast { root } => Self::Broadcast { root: root % 3 },
+            Self::SendReceive { values, header } => Self::SendReceive {
+                values: values % 2,
+                header,
+            },
+            other => other,
+        }
+    }
+
+    /// The SPEC ID a success of this work would violate: work the contract
+    /// says must fail (an out-of-range root, a header that differs).
+    pub fn must_fail(self) -> Option<&'static str> {
+        match self.normalized() {
+            Self::Broadcast { root: 2 } => Some("BRD-2"),
+            Self::SendReceive { header, .. } if header != Header::Matching => Some("P2P-2"),
+            _ => None,
+        }
+    }
+
+    /// The claimed operation this work needs, for the parameterised kinds.
+    pub fn operation(self) -> Option<crate::Operation> {
+        use crate::Operation;
+        match self {
+            Self::LocalDependencies | Self::Submit | Self::Operation(_) => None,
+            Self::UnevenGather { .. } => Some(Operation::AllGatherUneven),
+            Self::AllToAll { .. } => Some(Operation::VariableAllToAll),
+            Self::Broadcast { .. } => Some(Operation::Broadcast),
+            Self::Agree { .. } => Some(Operation::AgreeSuccess),
+            Self::SendReceive { .. } => Some(Operation::SendReceive),
+        }
+    }
 }
 
 /// Deadline of an [`Op::WaitBounded`].
@@ -34,17 +154,31 @@ pub enum Timeout {
     /// `Duration::MAX` (CAN-8 edge); only used on work the model says will
     /// complete, so a correct backend returns.
     Unbounded,
+    /// Any deadline from one nanosecond to `Duration::MAX` (zero reads as one
+    /// nanosecond). One longer than [`Timeout::BLOCKED_LIMIT`] is only used
+    /// on work the model says will complete.
+    Exact(Duration),
 }
 
 impl Timeout {
-    /// The deadline as a duration.
+    /// The longest deadline the model waits out on work that cannot finish.
+    pub const BLOCKED_LIMIT: Duration = Duration::from_millis(5);
+
+    /// The deadline as a duration (never zero).
     pub fn duration(self) -> Duration {
         match self {
             Self::Nanosecond => Duration::from_nanos(1),
             Self::Short => Duration::from_micros(50),
             Self::Long => Duration::from_micros(500),
             Self::Unbounded => Duration::MAX,
+            Self::Exact(duration) => duration.max(Duration::from_nanos(1)),
         }
+    }
+
+    /// Whether a wait with this deadline may run on work that cannot finish
+    /// (it then lasts the whole deadline).
+    pub fn bounded(self) -> bool {
+        self.duration() <= Self::BLOCKED_LIMIT
     }
 }
 
@@ -93,6 +227,15 @@ pub enum Op {
     Release {
         /// Which submission.
         sub: u8,
+    },
+    /// [`Op::Release`], except that the late peer joins `delay` × 10 µs
+    /// later (held work is released at once): a bounded wait made next races
+    /// the completion.
+    LateRelease {
+        /// Which submission.
+        sub: u8,
+        /// The peer's delay, in units of 10 µs.
+        delay: u8,
     },
     /// `Completion::is_complete`.
     IsComplete {
@@ -146,15 +289,31 @@ pub enum Op {
     },
 }
 
+/// Prints the work as a Rust expression (`Work::Agree { votes: [true, false] }`).
 impl std::fmt::Display for Work {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Work::{self:?}")
+        match self {
+            Self::SendReceive { values, header } => write!(
+                f,
+                "Work::SendReceive {{ values: {values}, header: Header::{header:?} }}"
+            ),
+            other => write!(f, "Work::{other:?}"),
+        }
     }
 }
 
+/// Prints the deadline as a Rust expression.
 impl std::fmt::Display for Timeout {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Timeout::{self:?}")
+        match self {
+            Self::Exact(d) => write!(
+                f,
+                "Timeout::Exact(Duration::new({}, {}))",
+                d.as_secs(),
+                d.subsec_nanos()
+            ),
+            other => write!(f, "Timeout::{other:?}"),
+        }
     }
 }
 
@@ -175,6 +334,9 @@ impl std::fmt::Display for Op {
                 )
             }
             Self::Release { sub } => write!(f, "Op::Release {{ sub: {sub} }}"),
+            Self::LateRelease { sub, delay } => {
+                write!(f, "Op::LateRelease {{ sub: {sub}, delay: {delay} }}")
+            }
             Self::IsComplete { sub } => write!(f, "Op::IsComplete {{ sub: {sub} }}"),
             Self::Wait { sub } => write!(f, "Op::Wait {{ sub: {sub} }}"),
             Self::WaitBounded { sub, timeout, mode } => write!(
@@ -193,7 +355,7 @@ impl std::fmt::Display for Op {
 }
 
 /// A sequence of operations. `Display` prints it as a `vec![...]` literal
-/// that compiles with `use commcheck::model::*;`; `arbitrary` decodes one
+/// that compiles with `use commcheck::model::*; use std::time::Duration;`; `arbitrary` decodes one
 /// from fuzzer bytes (derived, or [`Sequence::from_bytes`] with a length cap).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, arbitrary::Arbitrary)]
 pub struct Sequence(pub Vec<Op>);

@@ -8,14 +8,111 @@
 //! peer never joins work nobody will meet. Rank 1's own outcomes are not
 //! under test; it only tears its work down when rank 0 is done.
 
+use std::sync::Mutex;
 use std::time::Duration;
 
 use eredu_core::{BoundedCompletion, BoundedCompletionWait, CompletionCancellationMode};
 
+use super::op::Work;
 use crate::check::{slack, Check, Finding};
 use crate::harness::{CommCompletion, Harness};
 use crate::matrix::{Driver, Handle};
 use crate::world::RankCtx;
+
+/// What rank 0 tells rank 1 about each round beyond its signals: the work
+/// to submit (its parameters) and how late to join. Written before the
+/// round's join signal is raised.
+#[derive(Debug, Default)]
+pub(crate) struct Plan {
+    rounds: Mutex<Vec<Option<Planned>>>,
+    /// What rank 1 saw go wrong on its side of a round (the SPEC ID and a
+    /// message): read by rank 0 once rank 1 finished.
+    violations: Mutex<Vec<(&'static str, String)>>,
+}
+
+/// One round's plan.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Planned {
+    pub(crate) work: Work,
+    pub(crate) delay: Duration,
+}
+
+impl Plan {
+    fn rounds(&self) -> std::sync::MutexGuard<'_, Vec<Option<Planned>>> {
+        super::lock(&self.rounds)
+    }
+
+    /// Rank 1 is to submit `work` in `round`.
+    pub(crate) fn set(&self, round: usize, work: Work) {
+        let mut rounds = self.rounds();
+        if rounds.len() <= round {
+            rounds.resize(round + 1, None);
+        }
+        rounds[round] = Some(Planned {
+            work,
+            delay: Duration::ZERO,
+        });
+    }
+
+    /// Rank 1 joins `round` `delay` after it is told to.
+    pub(crate) fn delay(&self, round: usize, delay: Duration) {
+        if let Some(Some(planned)) = self.rounds().get_mut(round) {
+            planned.delay = delay;
+        }
+    }
+
+    fn get(&self, round: usize) -> Option<Planned> {
+        self.rounds().get(round).copied().flatten()
+    }
+
+    fn violation(&self, id: &'static str, message: String) {
+        super::lock(&self.violations).push((id, message));
+    }
+
+    /// The first violation rank 1 saw.
+    pub(crate) fn first_violation(&self) -> Option<(&'static str, String)> {
+        super::lock(&self.violations).first().cloned()
+    }
+}
+
+/// How long rank 1 waits for its send to complete before reading its wire
+/// log (a send that takes longer is not checked).
+const SEND_SETTLES: Duration = Duration::from_millis(200);
+
+/// Whether `completion`'s work has ended (`Some(true)`: completed,
+/// `Some(false)`: failed or cancelled): the observer's word when the harness
+/// has one (rank 1 does not test `is_complete`, and must not be misled by an
+/// early one), else `is_complete`'s.
+fn ended<H: Harness>(ctx: &RankCtx<'_, H>, completion: &Handle<H>) -> Option<bool> {
+    match ctx.optional_observer(completion.as_ref()) {
+        Some(observer) => match observer.state() {
+            crate::harness::WorkState::Live => None,
+            crate::harness::WorkState::Completed => Some(true),
+            _ => Some(false),
+        },
+        None => match completion.is_complete() {
+            Ok(true) => Some(true),
+            Err(_) => Some(false),
+            Ok(false) => None,
+        },
+    }
+}
+
+/// [`ended`], polled for up to `limit`.
+fn ended_within<H: Harness>(
+    ctx: &RankCtx<'_, H>,
+    completion: &Handle<H>,
+    limit: Duration,
+) -> Option<bool> {
+    let start = std::time::Instant::now();
+    loop {
+        match ended(ctx, completion) {
+            Some(ended) => return Some(ended),
+            None if start.elapsed() >= limit => return None,
+            None => std::thread::sleep(Duration::from_micros(50)),
+        }
+    }
+}
 
 /// Rank 1 submits its side of `round` with driver `driver`.
 pub(crate) fn join(round: usize, driver: usize) -> String {
@@ -57,8 +154,9 @@ pub(crate) fn teardown_mode<H: Harness>() -> CompletionCancellationMode {
 }
 
 /// Rank 1's script: join each round when told, in order, until rank 0 is done.
-pub(crate) fn late_peer<H: Harness>(ctx: &RankCtx<'_, H>) -> Check {
-    let drivers: Vec<Driver<H>> = ctx.harness().claims().drivers();
+pub(crate) fn late_peer<H: Harness>(ctx: &RankCtx<'_, H>, plan: &Plan) -> Check {
+    let claims = ctx.harness().claims();
+    let drivers: Vec<Driver<H>> = claims.drivers();
     let mut joined: Vec<(usize, Handle<H>)> = Vec::new();
     let mut failures: Vec<String> = Vec::new();
     for round in 0.. {
@@ -69,11 +167,41 @@ pub(crate) fn late_peer<H: Harness>(ctx: &RankCtx<'_, H>) -> Check {
         match ctx.await_any_signal(&refs, IDLE) {
             Some(0) => {}
             Some(index) if index <= drivers.len() => {
-                match (drivers[index - 1].submit)(ctx, ctx.executor(), crate::matrix::Load::Light) {
+                let planned = plan.get(round);
+                let delay = planned.map_or(Duration::ZERO, |p| p.delay);
+                if !delay.is_zero() {
+                    std::thread::sleep(delay);
+                }
+                let varied =
+                    planned.and_then(|p| Some((p.work, claims.varied(p.work.operation()?)?.1)));
+                // P2P-3 is read only when no earlier send of this rank may
+                // still add to the wire log (every earlier round has ended).
+                let quiet = joined.iter().all(|(_, c)| ended(ctx, c).is_some());
+                let submitted = match varied {
+                    Some((work, vary)) => vary(ctx, ctx.executor(), work),
+                    None => {
+                        (drivers[index - 1].submit)(ctx, ctx.executor(), crate::matrix::Load::Light)
+                    }
+                };
+                let sends =
+                    varied.is_some_and(|(work, _)| matches!(work, Work::SendReceive { .. }));
+                match submitted {
                     Ok(mut submitted) => {
-                        drop(submitted.verify.take());
+                        let check = submitted.verify.take();
+                        if let (true, Some(check)) = (sends, check) {
+                            if quiet
+                                && ended_within(ctx, &submitted.completion, SEND_SETTLES)
+                                    == Some(true)
+                            {
+                                if let Err(Finding::Violation(message)) = check(ctx) {
+                                    plan.violation("P2P-3", format!("round {round}: {message}"));
+                                }
+                            }
+                        }
                         joined.push((round, submitted.completion));
                     }
+                    // Work that must fail may be refused on this side too.
+                    Err(_) if planned.is_some_and(|p| p.work.must_fail().is_some()) => {}
                     Err(finding) => failures.push(format!("round {round}: {finding:?}")),
                 }
             }

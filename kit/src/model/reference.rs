@@ -81,6 +81,9 @@ pub(crate) struct Record {
     /// Collective round (index into [`Model::rounds`]).
     pub(crate) round: Option<usize>,
     pub(crate) faulted: bool,
+    /// The contract says this work must fail (an out-of-range root, a
+    /// mismatched header): the SPEC ID its success would violate.
+    pub(crate) must_fail: Option<&'static str>,
     /// Submitted on a lane after a faulted submission.
     pub(crate) lane_tainted: bool,
     /// Its own hold / late peer was released.
@@ -169,6 +172,7 @@ pub(crate) struct NewSubmission {
     pub(crate) lane: usize,
     pub(crate) via: Via,
     pub(crate) faulted: bool,
+    pub(crate) must_fail: Option<&'static str>,
     pub(crate) outputs_held: bool,
 }
 
@@ -210,6 +214,7 @@ impl Model {
             via: new.via,
             round,
             faulted: new.faulted,
+            must_fail: new.must_fail,
             lane_tainted: lane.faulted,
             released: new.via == Via::Unheld,
             holds_at_submit,
@@ -222,7 +227,9 @@ impl Model {
             bounded_error: false,
             outputs_held: new.outputs_held,
         });
-        if new.faulted {
+        // Work that fails (injected, or by contract) taints its lane and
+        // poisons the group: a backend may fail what follows it.
+        if new.faulted || new.must_fail.is_some() {
             self.lanes[new.lane].faulted = true;
             if let Some(round) = round {
                 self.poison(round);
@@ -367,6 +374,7 @@ impl Model {
     fn may_fail(&self, index: usize, doomed: bool, earlier: &[Status]) -> bool {
         let sub = &self.subs[index];
         sub.faulted
+            || sub.must_fail.is_some()
             || sub.lane_tainted
             || doomed
             || sub
@@ -446,6 +454,7 @@ mod tests {
             lane,
             via: Via::Hold,
             faulted: false,
+            must_fail: None,
             outputs_held: false,
         })
     }
@@ -456,6 +465,7 @@ mod tests {
             lane: 0,
             via: Via::LatePeer,
             faulted,
+            must_fail: None,
             outputs_held: true,
         })
     }
@@ -470,6 +480,7 @@ mod tests {
             lane: 0,
             via: Via::Unheld,
             faulted: false,
+            must_fail: None,
             outputs_held: false,
         });
         let other = model.submit(NewSubmission {
@@ -477,6 +488,7 @@ mod tests {
             lane: 1,
             via: Via::Unheld,
             faulted: false,
+            must_fail: None,
             outputs_held: false,
         });
         let s = model.statuses();
@@ -521,6 +533,7 @@ mod tests {
             lane: 1,
             via: Via::Unheld,
             faulted: false,
+            must_fail: None,
             outputs_held: false,
         });
         assert_eq!(

@@ -18,10 +18,11 @@ use eredu_core::{BoundedCompletion, BoundedCompletionOutcome, BoundedCompletionW
 use eredu_runtime::backend::SubmissionBackend;
 
 use super::op::{Mode, Op, Timeout, Work};
-use super::peer;
+use super::peer::{self, Plan};
 use super::reference::{
     Fate, HandleState, Model, NewSubmission, Reason, Record, Seen, Status, Via,
 };
+use super::variant::Vary;
 use super::{Options, Stats};
 use crate::check::{slack, Finding};
 use crate::harness::{
@@ -33,6 +34,10 @@ use crate::world::RankCtx;
 
 /// At most this many lanes (the rank's executor and its forks).
 const MAX_LANES: usize = 4;
+
+/// Deadlines from this one on are CAN-8's edge: a backend that adds them to
+/// an `Instant` may overflow.
+const OVERFLOW_EDGE: Duration = Duration::from_secs(365 * 24 * 3600);
 
 /// A divergence found on rank 0, before the step index is attached.
 #[derive(Debug)]
@@ -111,10 +116,12 @@ enum Freed {
 /// The invariant broken by releasing `freed` while the work is live, given
 /// what the sequence did to the submission (most specific first).
 fn freed_id(record: &Record, freed: Freed) -> &'static str {
-    if record.quarantined {
-        "CAN-6"
-    } else if record.bounded_error {
+    // An `Err` from `wait_bounded` also hands live work to the policy's
+    // disposition (quarantine included): its error path is CAN-7's.
+    if record.bounded_error {
         "CAN-7"
+    } else if record.quarantined {
+        "CAN-6"
     } else if record.handle == HandleState::Dropped {
         "RET-4"
     } else if record.faulted || record.error_seen {
@@ -131,16 +138,32 @@ fn freed_id(record: &Record, freed: Freed) -> &'static str {
 
 /// What happened to a submission, for messages about its resources.
 fn history(record: &Record) -> &'static str {
-    if record.quarantined {
-        "after wait_bounded handed it to quarantine"
-    } else if record.bounded_error {
+    if record.bounded_error {
         "after wait_bounded returned Err"
+    } else if record.quarantined {
+        "after wait_bounded handed it to quarantine"
     } else if record.handle == HandleState::Dropped {
         "after its completion was dropped"
     } else if record.faulted {
         "after its injected fault"
     } else {
         "with only the completion retaining it"
+    }
+}
+
+/// What the evidence cannot tell apart, when [`freed_id`] blamed an injected
+/// fault (EXC-7) for a resource no observation ever found retained.
+fn ambiguity(record: &Record, retained_seen: bool) -> &'static str {
+    let fault = !record.bounded_error
+        && !record.quarantined
+        && record.handle != HandleState::Dropped
+        && record.faulted
+        && !record.error_seen;
+    if fault && !retained_seen {
+        "; it was already gone at the first observation, so a backend that never retained it \
+         (RET-1, RET-3, RET-5 or RET-6) looks the same from outside"
+    } else {
+        ""
     }
 }
 
@@ -165,12 +188,51 @@ pub(crate) fn soon(limit: Duration, mut condition: impl FnMut() -> bool) -> bool
     }
 }
 
-/// Sets its flag when dropped (a value given to `retain_until_complete`).
-struct DropFlag(Arc<AtomicBool>);
+thread_local! {
+    /// Set while this thread is inside a `resources_releasable` call.
+    static INSIDE_RELEASABLE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Marks the current thread as inside `resources_releasable` until dropped.
+struct Inside;
+
+impl Inside {
+    fn enter() -> Self {
+        INSIDE_RELEASABLE.with(|inside| inside.set(true));
+        Self
+    }
+}
+
+impl Drop for Inside {
+    fn drop(&mut self) {
+        INSIDE_RELEASABLE.with(|inside| inside.set(false));
+    }
+}
+
+/// What a value given to `retain_until_complete` reports: whether it was
+/// dropped, and whether that happened inside a `resources_releasable` call
+/// on the calling thread (EXC-8: the call runs no application destructor).
+#[derive(Clone, Default)]
+struct Flag {
+    dropped: Arc<AtomicBool>,
+    inside: Arc<AtomicBool>,
+}
+
+impl Flag {
+    fn dropped(&self) -> bool {
+        self.dropped.load(Ordering::SeqCst)
+    }
+}
+
+/// Sets its flags when dropped (a value given to `retain_until_complete`).
+struct DropFlag(Flag);
 
 impl Drop for DropFlag {
     fn drop(&mut self) {
-        self.0.store(true, Ordering::SeqCst);
+        if INSIDE_RELEASABLE.with(std::cell::Cell::get) {
+            self.0.inside.store(true, Ordering::SeqCst);
+        }
+        self.0.dropped.store(true, Ordering::SeqCst);
     }
 }
 
@@ -186,9 +248,17 @@ struct Live<'c, 'w, H: Harness> {
     inputs: Vec<Probe>,
     outputs: Vec<Probe>,
     verify: Option<Verify<H>>,
-    flags: Vec<Arc<AtomicBool>>,
+    flags: Vec<Flag>,
     /// The terminal state the observer reported, once it did.
     terminal: Option<WorkState>,
+    /// An observation found every resource of the submission alive (the
+    /// backend was retaining them). Without it, a release blamed on an
+    /// injected fault (EXC-7) may as well be a resource never retained.
+    retained_seen: bool,
+    /// A second handle on the work (`Harness::second_handle`), taken when
+    /// `wait_bounded` consumed the completion: EXC-8's timeout clause is
+    /// read on it.
+    second: Option<Handle<H>>,
 }
 
 impl<'c, 'w, H: Harness> Live<'c, 'w, H> {
@@ -207,6 +277,8 @@ impl<'c, 'w, H: Harness> Live<'c, 'w, H> {
             verify: None,
             flags: Vec::new(),
             terminal: None,
+            retained_seen: false,
+            second: None,
         };
         let parts = match (&mut live.pending, direct) {
             (Some(pending), _) => Parts::of(&mut pending.submitted),
@@ -238,7 +310,7 @@ impl<'c, 'w, H: Harness> Live<'c, 'w, H> {
     }
 
     fn all_released(&self) -> bool {
-        self.probes().all(|p| !p.is_live()) && self.flags.iter().all(|f| f.load(Ordering::SeqCst))
+        self.probes().all(|p| !p.is_live()) && self.flags.iter().all(Flag::dropped)
     }
 }
 
@@ -281,11 +353,20 @@ pub(crate) struct Runner<'c, 'w, H: Harness> {
     /// A lane for stand-in completions, never held or faulted.
     scratch: Option<OwnedExecutor<H>>,
     options: Options,
+    /// What rank 1 submits in each round.
+    plan: Arc<Plan>,
+    /// A bounded wait left a collective round unfinished (quarantined, torn
+    /// down or failed while live): the backend may refuse new work on the
+    /// group from then on (eredu neither requires nor forbids that fence).
+    fenced: bool,
+    /// A bounded wait on local dependencies ended without completion: they
+    /// select no group, so that alone never fences one (RET-8).
+    local_deadline: bool,
     pub(crate) stats: Stats,
 }
 
 impl<'c, 'w, H: Harness> Runner<'c, 'w, H> {
-    pub(crate) fn new(ctx: &'c RankCtx<'w, H>, options: Options) -> Self {
+    pub(crate) fn new(ctx: &'c RankCtx<'w, H>, options: Options, plan: Arc<Plan>) -> Self {
         let instruments = ctx.harness().instruments();
         Self {
             ctx,
@@ -296,6 +377,9 @@ impl<'c, 'w, H: Harness> Runner<'c, 'w, H> {
             forks: Vec::new(),
             scratch: None,
             options,
+            plan,
+            fenced: false,
+            local_deadline: false,
             stats: Stats {
                 instruments,
                 ..Stats::default()
@@ -335,10 +419,9 @@ impl<'c, 'w, H: Harness> Runner<'c, 'w, H> {
         match op {
             Op::Wait { .. } => Some("EXC-4"),
             Op::IsComplete { .. } => Some("EXC-1"),
-            Op::WaitBounded {
-                timeout: Timeout::Unbounded,
-                ..
-            } => Some("CAN-8"),
+            // A deadline beyond what `Instant` arithmetic may hold (CAN-8's
+            // edge), or an ordinary one that was not kept (CAN-2).
+            Op::WaitBounded { timeout, .. } if timeout.duration() >= OVERFLOW_EDGE => Some("CAN-8"),
             Op::WaitBounded { .. } => Some("CAN-2"),
             _ => None,
         }
@@ -369,6 +452,10 @@ impl<'c, 'w, H: Harness> Runner<'c, 'w, H> {
     /// when the operation applies to it, else the next one (cyclically) it
     /// applies to; `None` when it applies to none.
     fn pick(&self, op: Op) -> Option<usize> {
+        let op = match op {
+            Op::LateRelease { sub, .. } => Op::Release { sub },
+            other => other,
+        };
         let count = self.live.len();
         let start = usize::from(op_sub(op)) % count.max(1);
         let statuses = self.model.statuses();
@@ -403,20 +490,23 @@ impl<'c, 'w, H: Harness> Runner<'c, 'w, H> {
                 completion.is_some_and(Handle::is_bounded)
                     && supported
                     && reachable
-                    && (timeout != Timeout::Unbounded || status.due)
+                    && (timeout.bounded() || status.due)
                     && !(status.doomed && mode == Mode::Quarantine)
             }
             Op::DropOutputs { .. } => self.live[index].verify.is_some(),
             Op::DropCompletion { .. } => completion.is_some() && !status.doomed,
             Op::OrderAfter { .. } | Op::Retain { .. } => plain,
-            Op::Submit { .. } | Op::Fork { .. } => false,
+            Op::Submit { .. } | Op::Fork { .. } | Op::LateRelease { .. } => false,
         }
     }
 
     /// An operation on submission `index`.
     fn apply_to(&mut self, index: usize, op: Op) -> Result<bool, Breach> {
         match op {
-            Op::Release { .. } => Ok(self.release_and_settle(index)),
+            Op::Release { .. } => Ok(self.release_and_settle(index, Duration::ZERO)),
+            Op::LateRelease { delay, .. } => {
+                Ok(self.release_and_settle(index, Duration::from_micros(10 * u64::from(delay))))
+            }
             Op::IsComplete { .. } => self.is_complete(index),
             Op::Wait { .. } => self.wait(index),
             Op::WaitBounded { timeout, mode, .. } => self.wait_bounded(index, timeout, mode),
@@ -431,16 +521,87 @@ impl<'c, 'w, H: Harness> Runner<'c, 'w, H> {
     // -----------------------------------------------------------------------
     // Submitting and releasing.
 
-    fn driver(&self, work: Work) -> Option<(Driver<H>, usize)> {
+    /// The driver of `work`, its index in claim order, and its
+    /// parameterised submission (for the parameterised kinds); `None` when
+    /// the operation is not claimed.
+    fn driver(&self, work: Work) -> Option<(Driver<H>, usize, Option<Vary<H>>)> {
         match work {
-            Work::LocalDependencies => {
-                Some((matrix::local_dependencies_driver::<H>(PendingVia::Hold), 0))
-            }
-            Work::Submit => Some((matrix::submit_driver::<H>(PendingVia::Hold), 0)),
+            Work::LocalDependencies => Some((
+                matrix::local_dependencies_driver::<H>(PendingVia::Hold),
+                0,
+                None,
+            )),
+            Work::Submit => Some((matrix::submit_driver::<H>(PendingVia::Hold), 0, None)),
             Work::Operation(index) => {
                 let index = usize::from(index).checked_rem(self.drivers.len())?;
-                Some((self.drivers[index], index))
+                Some((self.drivers[index], index, None))
             }
+            varied => {
+                let (driver, vary) = self.ctx.harness().claims().varied(varied.operation()?)?;
+                let index = self
+                    .drivers
+                    .iter()
+                    .position(|d| d.subject == driver.subject)?;
+                Some((driver, index, Some(vary)))
+            }
+        }
+    }
+
+    /// The invariant a failure of clean work (no fault, nothing that must
+    /// fail) violates: its value invariant, or RET-8 for a collective when
+    /// only a bounded wait on local dependencies left work unfinished before
+    /// it (the likeliest cause: that deadline fenced the group).
+    fn clean_failure_id(&self, subject: Subject) -> &'static str {
+        if subject.operation().is_some() && self.local_deadline && !self.fenced {
+            "RET-8"
+        } else {
+            value_id(subject)
+        }
+    }
+
+    /// A failure of clean work (submission `index`): usually
+    /// [`Self::clean_failure_id`]'s invariant. But when a fault injected
+    /// into another submission has not shown there, the fault may have
+    /// landed here instead, and the value invariant would be the wrong one
+    /// to blame. The fault instrument fails "the next native work item on
+    /// the executor" it was armed on: when the observer shows the faulted
+    /// submission on another lane did not fail, the two lanes share one
+    /// queue (SUB-1: forked lanes are independent). On the same lane, or
+    /// without an observer to tell, the kit names no invariant: a lazy
+    /// launch or the instrument's own reading of "next" would do the same.
+    fn clean_failure(&self, index: usize, message: String) -> Breach {
+        let record = &self.model.subs[index];
+        let unshown = |k: usize| {
+            let other = &self.model.subs[k];
+            k != index
+                && other.faulted
+                && !other.error_seen
+                && self.observer_state(k) != Some(WorkState::Failed)
+        };
+        let Some(other) = (0..self.model.subs.len()).find(|&k| unshown(k)) else {
+            return breach(self.clean_failure_id(record.subject), message);
+        };
+        let lane = self.model.subs[other].lane;
+        let observed = self.observer_state(other).is_some();
+        if observed && lane != record.lane {
+            return breach(
+                "SUB-1",
+                format!(
+                    "{message}; the fault injected into submission {other} on lane {lane} did not fail it                      (observer: {:?}): it failed this work on lane {} instead, so the two lanes share one queue",
+                    self.observer_state(other),
+                    record.lane
+                ),
+            );
+        }
+        Breach {
+            id: None,
+            message: format!(
+                "{message}; the fault injected into submission {other} (lane {lane}) has not shown there                  ({}), so it may have landed on this work: a lazily launched submission or the fault                  instrument's reading of \"the next native work item\" would do this; no invariant is named",
+                match self.observer_state(other) {
+                    Some(state) => format!("observer: {state:?}"),
+                    None => "no observer".into(),
+                }
+            ),
         }
     }
 
@@ -453,9 +614,11 @@ impl<'c, 'w, H: Harness> Runner<'c, 'w, H> {
     /// `Op::Submit`: the driver's standard submission on `lane`, kept pending
     /// by a hold (local work) or the late peer (operations).
     fn submit(&mut self, work: Work, lane: u8, fault: bool) -> Result<bool, Breach> {
-        let Some((driver, driver_index)) = self.driver(work) else {
+        let Some((driver, driver_index, vary)) = self.driver(work) else {
             return Ok(false);
         };
+        let work = work.normalized();
+        let must_fail = vary.and(work.must_fail());
         let subject = driver.subject;
         if subject.operation().is_some() && self.model.poisoned() {
             return Ok(false);
@@ -482,15 +645,34 @@ impl<'c, 'w, H: Harness> Runner<'c, 'w, H> {
             PendingVia::LatePeer => Via::LatePeer,
         };
         let what = format!("submission {}", self.model.subs.len());
-        let submitted = match via {
-            Via::Unheld => (driver.submit)(self.ctx, self.lane(lane), matrix::Load::Light)
+        let round = self.model.rounds.len();
+        if subject.operation().is_some() {
+            self.plan.set(round, work);
+        }
+        let submitted = match (via, vary) {
+            (Via::Unheld, _) => (driver.submit)(self.ctx, self.lane(lane), matrix::Load::Light)
                 .map(|submitted| Live::new(None, Some(submitted), driver_index)),
-            Via::Hold | Via::LatePeer => driver
+            (Via::Hold | Via::LatePeer, None) => driver
                 .pending_on(self.ctx, self.lane(lane))
+                .map(|pending| Live::new(Some(pending), None, driver_index)),
+            (Via::Hold | Via::LatePeer, Some(vary)) => driver
+                .pending_with(self.ctx, self.lane(lane), |ctx, executor| {
+                    vary(ctx, executor, work)
+                })
                 .map(|pending| Live::new(Some(pending), None, driver_index)),
         };
         let mut live = match submitted {
             Ok(live) => live,
+            // A tensor the harness cannot make: nothing was submitted.
+            Err(Finding::NotSupported(_)) => return Ok(false),
+            // Work that must fail may be refused at submission (a fault
+            // armed for it then stays armed for the lane's next work).
+            Err(_) if must_fail.is_some() => {
+                if faulted {
+                    self.model.refused(lane, subject.operation().is_some());
+                }
+                return Ok(true);
+            }
             Err(finding) => return self.refused(finding, subject, lane, faulted, &what),
         };
         if self.instruments.observer {
@@ -504,6 +686,7 @@ impl<'c, 'w, H: Harness> Runner<'c, 'w, H> {
             lane,
             via,
             faulted,
+            must_fail,
             outputs_held,
         });
         self.live.push(live);
@@ -523,10 +706,24 @@ impl<'c, 'w, H: Harness> Runner<'c, 'w, H> {
         faulted: bool,
         what: &str,
     ) -> Result<bool, Breach> {
+        let collective = subject.operation().is_some();
         match finding {
             Finding::Violation(_) if faulted => {
-                self.model.refused(lane, subject.operation().is_some());
+                self.model.refused(lane, collective);
                 Ok(true)
+            }
+            // After a bounded wait left a round unfinished, a backend may
+            // refuse new work on the group: no more collectives.
+            _ if collective && self.fenced => {
+                self.model.refused(lane, true);
+                Ok(true)
+            }
+            // Only local dependencies were left unfinished: they select no
+            // group, so their deadline must not fence it (RET-8).
+            Finding::Violation(message) | Finding::Inconclusive(message)
+                if collective && self.local_deadline =>
+            {
+                Err(breach("RET-8", format!("{subject} ({what}) was refused after a bounded wait on local dependencies ended at its deadline (no collective was left unfinished): {message}")))
             }
             finding => Err(from_finding(
                 finding,
@@ -536,8 +733,12 @@ impl<'c, 'w, H: Harness> Runner<'c, 'w, H> {
         }
     }
 
-    /// `Op::Release`: lets the work complete, then settles (see [`Options::settle`]).
-    fn release_and_settle(&mut self, index: usize) -> bool {
+    /// `Op::Release`: lets the work complete (a late peer `delay` later),
+    /// then settles (see [`Options::settle`]).
+    fn release_and_settle(&mut self, index: usize, delay: Duration) -> bool {
+        if let Some(round) = self.model.subs[index].round {
+            self.plan.delay(round, delay);
+        }
         let released = self.release(index);
         self.settle();
         released
@@ -589,6 +790,51 @@ impl<'c, 'w, H: Harness> Runner<'c, 'w, H> {
     // Observing completion through the API.
 
     /// The observer must report `Completed` after the API reported success.
+    /// The invariant broken when a call (`is_complete`, `wait`,
+    /// `wait_bounded`, whose own invariant is `reporting`) reports success
+    /// for work the contract says must fail: the operation's own invariant
+    /// (the failure was never detected), unless the observer saw the work
+    /// fail, in which case the backend knew and the call misreported it.
+    /// Without an observer the two cannot be told apart from outside; the
+    /// operation's invariant is named, as the one the caller observed broken.
+    fn must_fail(
+        &self,
+        index: usize,
+        record: &Record,
+        status: Status,
+        reporting: &'static str,
+    ) -> Option<&'static str> {
+        let id = must_fail(record, status)?;
+        match self.observer_state(index) {
+            Some(WorkState::Failed) => Some(reporting),
+            _ => Some(id),
+        }
+    }
+
+    /// A call (whose own invariant is `id`) reported success for work whose
+    /// injected fault makes it fail: `id`, unless the observer shows the
+    /// work itself completed, in which case the fault never reached it (a
+    /// lazily launched submission lets the fault land on later work) and no
+    /// invariant is named; the work that took the fault fails as clean work
+    /// ([`Self::clean_failure`]).
+    fn faulted_success(&self, index: usize, id: &'static str, what: &str) -> Breach {
+        let who = self.describe(index);
+        match self.observer_state(index) {
+            Some(WorkState::Completed) => Breach {
+                id: None,
+                message: format!(
+                    "{who}: {what} for work whose injected fault should make it fail, and the observer \
+                     says it completed: the fault did not reach this work (it may have landed on later \
+                     work, as with a lazily launched submission); no invariant is named"
+                ),
+            },
+            _ => breach(
+                id,
+                format!("{who}: {what} for work whose injected fault makes it fail"),
+            ),
+        }
+    }
+
     fn completed_per_observer(
         &self,
         index: usize,
@@ -608,11 +854,17 @@ impl<'c, 'w, H: Harness> Runner<'c, 'w, H> {
     }
 
     /// Checks the outputs' values (the completed work's value semantics).
+    /// Not those of doomed work: it may have met a stale contribution of the
+    /// cancelled round (whose parameters, votes say, may differ), so the
+    /// contract defines no value for it.
     fn verify(&mut self, index: usize) -> Result<(), Breach> {
         let Some(verify) = self.live[index].verify.take() else {
             return Ok(());
         };
         self.model.subs[index].outputs_held = false;
+        if self.status(index).doomed {
+            return Ok(());
+        }
         let subject = self.model.subs[index].subject;
         let seen_before = self.ctx.attributed_count();
         verify(self.ctx).map_err(|finding| {
@@ -672,8 +924,8 @@ impl<'c, 'w, H: Harness> Runner<'c, 'w, H> {
                     return Err(breach(id, format!("{who}: is_complete() returned Err({error}) after completion had been reported")));
                 }
                 if !status.may_fail {
-                    return Err(breach(
-                        value_id(record.subject),
+                    return Err(self.clean_failure(
+                        index,
                         format!("{who}: is_complete() reported an error for work with no injected fault: {error}"),
                     ));
                 }
@@ -695,7 +947,7 @@ impl<'c, 'w, H: Harness> Runner<'c, 'w, H> {
             return Err(breach("EXC-6", format!("{who}: is_complete() returned Ok(true) after an error had been reported; errors are sticky")));
         }
         if record.faulted {
-            return Err(breach("EXC-2", format!("{who}: is_complete() returned Ok(true) for work whose injected fault makes it fail")));
+            return Err(self.faulted_success(index, "EXC-2", "is_complete() returned Ok(true)"));
         }
         if let Some(reason) = status.blocked {
             let id = match self.observer_state(index) {
@@ -710,6 +962,14 @@ impl<'c, 'w, H: Harness> Runner<'c, 'w, H> {
                     self.observer_state(index)
                 ),
             });
+        }
+        if let Some(id) = self.must_fail(index, record, status, "EXC-2") {
+            return Err(breach(
+                id,
+                format!(
+                    "{who}: is_complete() returned Ok(true) for work the contract says must fail"
+                ),
+            ));
         }
         self.completed_per_observer(index, "EXC-2", "is_complete() returned Ok(true)")
     }
@@ -731,8 +991,16 @@ impl<'c, 'w, H: Harness> Runner<'c, 'w, H> {
                 if record.error_seen {
                     return Err(breach("EXC-6", format!("{who}: wait() returned Ok(()) after an error had been reported; errors are sticky")));
                 }
+                if let Some(id) = self.must_fail(index, &record, status, "EXC-4") {
+                    return Err(breach(
+                        id,
+                        format!(
+                            "{who}: wait() returned Ok(()) for work the contract says must fail"
+                        ),
+                    ));
+                }
                 if record.faulted {
-                    return Err(breach("EXC-4", format!("{who}: wait() returned Ok(()) for work whose injected fault makes it fail")));
+                    return Err(self.faulted_success(index, "EXC-4", "wait() returned Ok(())"));
                 }
                 self.completed_per_observer(index, "EXC-4", "wait() returned Ok(())")?;
                 self.model.subs[index].seen = Seen::Completed;
@@ -743,8 +1011,8 @@ impl<'c, 'w, H: Harness> Runner<'c, 'w, H> {
                     return Err(breach("EXC-3", format!("{who}: wait() returned Err({error}) after completion had been reported")));
                 }
                 if !status.may_fail {
-                    return Err(breach(
-                        value_id(record.subject),
+                    return Err(self.clean_failure(
+                        index,
                         format!("{who}: wait() failed on work with no injected fault: {error}"),
                     ));
                 }
@@ -774,6 +1042,15 @@ impl<'c, 'w, H: Harness> Runner<'c, 'w, H> {
         }
         let policy = BoundedCompletionWait::new(timeout.duration(), mode.cancellation())
             .map_err(|e| harness_breach(format!("bounded wait policy: {e}")))?;
+        let second = match self.live[index].completion(record.handle) {
+            Some(Handle::Communication(completion)) => self
+                .ctx
+                .harness()
+                .second_handle(completion)
+                .map(Handle::Communication),
+            _ => None,
+        };
+        self.live[index].second = second;
         let completion = self.take_completion(index)?;
         self.model.subs[index].handle = HandleState::Consumed;
         self.bounded_outcome(index, &record, status, completion, policy)?;
@@ -793,6 +1070,12 @@ impl<'c, 'w, H: Harness> Runner<'c, 'w, H> {
         let elapsed = started.elapsed();
         let who = self.describe(index);
         let mode = policy.cancellation();
+        if !matches!(outcome, Some(Ok(BoundedCompletionOutcome::Completed))) {
+            match record.round {
+                Some(_) => self.fenced = true,
+                None => self.local_deadline = true,
+            }
+        }
         match outcome {
             None => Ok(()),
             Some(Ok(BoundedCompletionOutcome::Completed)) => {
@@ -800,7 +1083,11 @@ impl<'c, 'w, H: Harness> Runner<'c, 'w, H> {
                     return Err(breach("EXC-6", format!("{who}: wait_bounded returned Completed after an error had been reported; errors are sticky")));
                 }
                 if record.faulted {
-                    return Err(breach("CAN-9", format!("{who}: wait_bounded returned Completed for work whose injected fault makes it fail")));
+                    return Err(self.faulted_success(
+                        index,
+                        "CAN-9",
+                        "wait_bounded returned Completed",
+                    ));
                 }
                 if let Some(reason) = status.blocked {
                     return Err(breach(
@@ -810,6 +1097,9 @@ impl<'c, 'w, H: Harness> Runner<'c, 'w, H> {
                             why(reason)
                         ),
                     ));
+                }
+                if let Some(id) = self.must_fail(index, record, status, "CAN-9") {
+                    return Err(breach(id, format!("{who}: wait_bounded returned Completed for work the contract says must fail")));
                 }
                 self.completed_per_observer(index, "CAN-1", "wait_bounded returned Completed")?;
                 self.model.subs[index].seen = Seen::Completed;
@@ -1022,15 +1312,16 @@ impl<'c, 'w, H: Harness> Runner<'c, 'w, H> {
         let Some(completion) = self.plain(index) else {
             return Ok(false);
         };
-        let flag = Arc::new(AtomicBool::new(false));
+        let flag = Flag::default();
         let executor = self.lane(self.model.subs[index].lane);
-        Backend::<H>::retain_until_complete(executor, completion, DropFlag(Arc::clone(&flag)))
-            .map_err(|e| {
+        Backend::<H>::retain_until_complete(executor, completion, DropFlag(flag.clone())).map_err(
+            |e| {
                 breach(
                     "RET-6",
                     format!("retain_until_complete on submission {index} failed: {e}"),
                 )
-            })?;
+            },
+        )?;
         self.live[index].flags.push(flag);
         Ok(true)
     }
@@ -1042,9 +1333,126 @@ impl<'c, 'w, H: Harness> Runner<'c, 'w, H> {
     fn observe(&mut self) -> Result<(), Breach> {
         let statuses = self.model.statuses();
         for (index, status) in statuses.into_iter().enumerate() {
+            // A value dropped inside a `resources_releasable` call (this
+            // step's or an earlier one's, on any completion of the device)
+            // is EXC-8's evidence before it is any retention rule's: the
+            // call dropped it, whatever the work's state.
+            self.no_destructor_inside_releasable()?;
             self.observe_one(index, status)?;
+            self.releasable_agrees(index, status)?;
+        }
+        self.no_destructor_inside_releasable()
+    }
+
+    /// EXC-8, EXC-9: `resources_releasable()` on submission `index`'s work,
+    /// read through the caller's completion, else (after `wait_bounded`
+    /// consumed it) a second handle or the observer's reading. `true` while
+    /// the work is live (the observer says so after the call, or the model
+    /// knows it blocked and healthy) is EXC-8, whatever happened before (a
+    /// timeout, a cancellation request, an error); `false` after success
+    /// must turn `true` within `slack::RELEASE_RESOURCES` (EXC-9). Where the
+    /// model knows neither, any answer is allowed.
+    fn releasable_agrees(&self, index: usize, status: Status) -> Result<(), Breach> {
+        #[derive(Clone, Copy)]
+        enum Reader {
+            Completion,
+            Second,
+            Observer,
+        }
+        let handle = self.model.subs[index].handle;
+        let live = &self.live[index];
+        let reader = if live.completion(handle).is_some() {
+            Reader::Completion
+        } else if live.second.is_some() {
+            Reader::Second
+        } else if live
+            .observer
+            .as_ref()
+            .is_some_and(|o| o.resources_releasable().is_some())
+        {
+            Reader::Observer
+        } else {
+            return Ok(());
+        };
+        let read = |live: &Live<'_, '_, H>| {
+            let _inside = Inside::enter();
+            match reader {
+                Reader::Completion => live
+                    .completion(handle)
+                    .is_some_and(Handle::resources_releasable),
+                Reader::Second => live
+                    .second
+                    .as_ref()
+                    .is_some_and(Handle::resources_releasable),
+                Reader::Observer => crate::world::guarded(
+                    "resources_releasable() (observer)",
+                    "EXC-8",
+                    slack::BLOCKED,
+                    || {
+                        live.observer
+                            .as_ref()
+                            .and_then(Observer::resources_releasable)
+                            .unwrap_or(false)
+                    },
+                ),
+            }
+        };
+        let via = match reader {
+            Reader::Completion => "on its completion",
+            Reader::Second => "on a second handle (Harness::second_handle)",
+            Reader::Observer => "(the observer's reading)",
+        };
+        let record = &self.model.subs[index];
+        let who = self.describe(index);
+        if read(live) {
+            let evidence = match live.observer.as_ref().map(Observer::state) {
+                Some(WorkState::Live) => "observer: Live after the call".to_owned(),
+                Some(_) => return Ok(()),
+                None if status.certainly_live() => match status.blocked {
+                    Some(reason) => why(reason),
+                    None => "work live".into(),
+                },
+                None => return Ok(()),
+            };
+            return Err(breach(
+                "EXC-8",
+                format!(
+                    "{who}: resources_releasable() {via} returned true while its work was live ({evidence}), {}",
+                    history(record)
+                ),
+            ));
+        }
+        let succeeded = record.seen == Seen::Completed && !record.error_seen && !status.may_fail;
+        if succeeded && !soon(slack::RELEASE_RESOURCES, || read(&self.live[index])) {
+            return Err(breach(
+                "EXC-9",
+                format!(
+                    "{who}: resources_releasable() {via} was still false {:?} after its work had completed successfully",
+                    slack::RELEASE_RESOURCES
+                ),
+            ));
         }
         Ok(())
+    }
+
+    /// EXC-8: no value given to `retain_until_complete` was dropped inside a
+    /// `resources_releasable()` call (on any completion of the device).
+    fn no_destructor_inside_releasable(&self) -> Result<(), Breach> {
+        let inside = self.live.iter().enumerate().find(|(_, live)| {
+            live.flags
+                .iter()
+                .any(|flag| flag.inside.load(Ordering::SeqCst))
+        });
+        match inside {
+            Some((index, _)) => Err(breach(
+                "EXC-8",
+                format!(
+                    "{}: a value given to retain_until_complete was dropped inside a resources_releasable() call; the call must run no application destructor",
+                    self.describe(index)
+                ),
+            )),
+            None => Ok(()),
+        }
     }
 
     fn observe_one(&mut self, index: usize, status: Status) -> Result<(), Breach> {
@@ -1052,11 +1460,7 @@ impl<'c, 'w, H: Harness> Runner<'c, 'w, H> {
         // Probes and flags first, the observer last (see the module docs).
         let dead_inputs = live.inputs.iter().filter(|p| !p.is_live()).count();
         let dead_outputs = live.outputs.iter().filter(|p| !p.is_live()).count();
-        let dropped = live
-            .flags
-            .iter()
-            .filter(|f| f.load(Ordering::SeqCst))
-            .count();
+        let dropped = live.flags.iter().filter(|f| f.dropped()).count();
         let state = live.observer.as_ref().map(Observer::state);
         let record = &self.model.subs[index];
         let who = self.describe(index);
@@ -1100,11 +1504,15 @@ impl<'c, 'w, H: Harness> Runner<'c, 'w, H> {
                 return Err(breach(
                     freed_id(record, kind),
                     format!(
-                        "{who}: {count} {what} while its work was live ({evidence}), {}",
-                        history(record)
+                        "{who}: {count} {what} while its work was live ({evidence}), {}{}",
+                        history(record),
+                        ambiguity(record, live.retained_seen)
                     ),
                 ));
             }
+        }
+        if freed.is_none() {
+            self.live[index].retained_seen = true;
         }
         self.state_agrees(index, status, state)?;
         if state.is_some_and(WorkState::is_terminal) {
@@ -1135,6 +1543,14 @@ impl<'c, 'w, H: Harness> Runner<'c, 'w, H> {
                     why(reason)
                 ),
             });
+        }
+        if let (Some(id), WorkState::Completed) = (must_fail(record, status), state) {
+            return Err(breach(
+                id,
+                format!(
+                    "{who}: its work completed (observer) although the contract says it must fail"
+                ),
+            ));
         }
         let unexpected_end = matches!(state, WorkState::Failed | WorkState::Cancelled)
             && !status.may_fail
@@ -1182,9 +1598,13 @@ impl<'c, 'w, H: Harness> Runner<'c, 'w, H> {
         for index in 0..self.live.len() {
             self.finish_with(index);
         }
+        self.no_destructor_inside_releasable()?;
         self.released_in_time()?;
         if !self.ctx.await_signal(peer::FINISHED, slack::RELEASE * 2) {
             return Err(harness_breach("the late peer did not finish".into()));
+        }
+        if let Some((id, message)) = self.plan.first_violation() {
+            return Err(breach(id, format!("the late peer's side: {message}")));
         }
         self.ledger_drains()
     }
@@ -1207,6 +1627,7 @@ impl<'c, 'w, H: Harness> Runner<'c, 'w, H> {
         drop(live.verify.take());
         drop(live.direct.take());
         drop(live.pending.take());
+        drop(live.second.take());
         self.model.subs[index].outputs_held = false;
         if self.model.subs[index].handle == HandleState::Held {
             self.model.subs[index].handle = HandleState::Dropped;
@@ -1235,7 +1656,7 @@ impl<'c, 'w, H: Harness> Runner<'c, 'w, H> {
             "{}: {} storage(s) still allocated and {} retained value(s) still alive {:?} after its work ended and every handle was dropped",
             self.describe(index),
             live.probes().filter(|p| p.is_live()).count(),
-            live.flags.iter().filter(|f| !f.load(Ordering::SeqCst)).count(),
+            live.flags.iter().filter(|f| !f.dropped()).count(),
             slack::RELEASE_RESOURCES
         )))
     }
@@ -1286,10 +1707,18 @@ impl<'c, 'w, H: Harness> Runner<'c, 'w, H> {
     }
 }
 
+/// The SPEC ID a success of submission `record` would violate: work the
+/// contract says must fail, unless it is doomed (a round after a cancelled
+/// one may meet that round's stale contribution and complete with it).
+fn must_fail(record: &Record, status: Status) -> Option<&'static str> {
+    record.must_fail.filter(|_| !status.doomed)
+}
+
 /// The `sub` field of an operation (0 for those without one).
 fn op_sub(op: Op) -> u8 {
     match op {
         Op::Release { sub }
+        | Op::LateRelease { sub, .. }
         | Op::IsComplete { sub }
         | Op::Wait { sub }
         | Op::WaitBounded { sub, .. }

@@ -3,6 +3,7 @@ use commcheck::{Claims, Harness, HarnessError, Identity};
 use commcheck_cpu::{CpuBackend, CpuDevice, CpuExecutor, CpuGroup, CpuRoute, CpuTensor};
 use eredu_runtime::CommunicationRouteId;
 
+#[derive(Clone)] // the fuzz targets share it (fuzz/ in the template)
 struct Minimal;
 
 struct Rank {

@@ -1,0 +1,581 @@
+//! Fuzzing a backend: one versioned decoder from bytes to inputs, shared by
+//! every fuzz target and by the tests that replay stored inputs.
+//!
+//! A vendor's sequence target is three lines: a cargo-fuzz target file,
+//! `fuzz/fuzz_targets/sequence.rs`, in a `fuzz` package that depends on
+//! `commcheck`, `libfuzzer-sys` and what the harness uses. The backend
+//! template (`templates/backend/fuzz/` in commcheck's repository) compiles
+//! the suite's own harness file into the target, so there is one harness:
+//!
+//! ```ignore
+//! #![no_main]
+//! include!("../../tests/commcheck.rs"); // `Minimal`, the suite's harness (`Clone`)
+//! libfuzzer_sys::fuzz_target!(|data: &[u8]| commcheck::fuzz::run(&Minimal, data));
+//! ```
+//!
+//! [`run`] decodes the bytes ([`decode`]), runs the operation sequence
+//! against the harness through the model ([`crate::model::check_sequence`]),
+//! and panics with the divergence, its SPEC ID and the decoded input when the
+//! backend disagrees with the model; libFuzzer then saves the input as a
+//! crash. [`run_boundary`] and [`run_deadlines`] do the same for
+//! point-to-point framing and bounded waits; [`check`], [`check_boundary`]
+//! and [`check_deadlines`] return the [`Failure`] instead of panicking (for
+//! tests that replay a corpus). Bytes that do not decode are a clean
+//! [`Rejection`]: nothing runs, nothing fails. A harness is cloned into each
+//! run, so it must be `Clone` (cheaply: it is cloned per input).
+//!
+//! The repository's `fuzz/` package has these targets for the CPU
+//! reference backend (`sequence`, `boundary`, `deadlines`, and `report` for
+//! commcheck-report's parsers), its corpus and regressions, and
+//! `fuzz/nightly.sh`; see `fuzz/README.md`.
+//!
+//! # Input format (version 1)
+//!
+//! The first byte of every input is the format version, [`FORMAT`]. A
+//! stored input decodes the same way forever: a change to what any bytes
+//! decode to is a new version, decoded by a new module beside the old one
+//! (old inputs keep their version byte and their meaning), and the corpus is
+//! migrated by decoding each file and writing it back with
+//! [`Program::encode`] (or the other inputs' `encode`). Any other first
+//! byte is [`Rejection::Version`].
+//!
+//! - **`sequence`** ([`Program`]): `[1] [mask: u32 LE] [flags] (selector
+//!   arguments)*`. The mask is a swarm: bit `k` enables operation kind `k`
+//!   of [`Kinds::NAMES`] (a mask with no such bit enables all), so each input
+//!   exercises its own subset of operations. Flags bit 0 makes the run
+//!   settle 1 ms after each submission and release
+//!   ([`crate::model::Options::settle`]). Each operation is a selector byte
+//!   (kind = enabled kinds\[selector % their number\]) and the kind's
+//!   argument bytes: `lane fault` for submissions (preceded by `index` for
+//!   `Operation`, `a b width` for `UnevenGather`, `s00 s01 s10 s11 width`
+//!   for `AllToAll`, `root` for `Broadcast`, `votes` (bit r: member r) for
+//!   `Agree`, `values header` for `SendReceive`; fault: bit 0), `sub` for
+//!   the others (`sub delay` for `LateRelease`, `sub timeout mode` for
+//!   `WaitBounded`, `sub lane` for `OrderAfter`, `count` for `Fork`). A
+//!   timeout is a class byte (`% 8`: 1 ns, 50 µs, 500 µs, `Duration::MAX`,
+//!   then `1 + u16` nanoseconds, `1 + u16` microseconds, `1 + u8`
+//!   milliseconds, or `u64` seconds and `u32` nanoseconds). Decoding stops
+//!   after 64 operations or at the first operation the bytes do not
+//!   complete.
+//! - **`deadlines`** ([`DeadlineCase`]): `[1] [work] [operation] [mode]
+//!   [release] [delay] [flags] [timeout]`; bytes past the end read as zero.
+//! - **`boundary`** ([`BoundaryCase`]): `[1] [flags] [route] [header route]
+//!   schema roles mutations`; bytes past the end read as zero.
+//! - **`report`** ([`ReportInput`]): `[1] [parser] text` (`diff`: `[first
+//!   length: u16 LE]` then two texts); invalid UTF-8 is replaced.
+
+mod boundary;
+mod format;
+
+use std::sync::{Arc, Once};
+use std::time::Duration;
+
+use crate::harness::Harness;
+use crate::model::{check_sequence_with, Mode, Op, Options, Sequence, Timeout, Work};
+
+pub use boundary::{check_boundary, run_boundary};
+
+/// The version byte of the inputs this kit writes (and the newest it reads).
+pub const FORMAT: u8 = format::VERSION;
+
+/// The fuzz targets, by the name of their corpus folder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Target {
+    /// Operation sequences through the model ([`run`]).
+    Sequence,
+    /// Point-to-point framing ([`run_boundary`]).
+    Boundary,
+    /// Bounded waits racing completion ([`run_deadlines`]).
+    Deadlines,
+    /// commcheck-report's parsers (`commcheck_report::fuzz`).
+    Report,
+}
+
+impl Target {
+    /// Every target.
+    pub const ALL: [Self; 4] = [
+        Self::Sequence,
+        Self::Boundary,
+        Self::Deadlines,
+        Self::Report,
+    ];
+
+    /// The target's name (its folder under `fuzz/corpus` and `fuzz/regressions`).
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Sequence => "sequence",
+            Self::Boundary => "boundary",
+            Self::Deadlines => "deadlines",
+            Self::Report => "report",
+        }
+    }
+
+    /// The target named `name`.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|target| target.name() == name)
+    }
+}
+
+impl std::fmt::Display for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Why bytes decode to no input (nothing runs).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Rejection {
+    /// No bytes at all.
+    Empty,
+    /// A format version this kit does not know.
+    Version(u8),
+    /// The bytes end inside a required header field.
+    Truncated(&'static str),
+}
+
+impl std::fmt::Display for Rejection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Empty => f.write_str("empty input"),
+            Self::Version(version) => {
+                write!(f, "format version {version} (this kit reads {FORMAT})")
+            }
+            Self::Truncated(field) => write!(f, "the input ends in its {field}"),
+        }
+    }
+}
+
+/// A set of operation kinds of a sequence input (its swarm).
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Kinds(u32);
+
+impl Kinds {
+    /// The kinds, in mask-bit order (frozen by the format).
+    pub const NAMES: [&'static str; 18] = format::KINDS;
+
+    /// Every kind.
+    pub const ALL: Self = Self((1 << format::KINDS.len()) - 1);
+
+    /// The kinds of `mask`'s known bits; all of them when it has none.
+    pub fn from_mask(mask: u32) -> Self {
+        match mask & Self::ALL.0 {
+            0 => Self::ALL,
+            known => Self(known),
+        }
+    }
+
+    /// The mask.
+    pub fn mask(self) -> u32 {
+        self.0
+    }
+
+    /// The enabled kinds' numbers, in order (never empty).
+    fn list(self) -> Vec<usize> {
+        (0..Self::NAMES.len())
+            .filter(|k| self.0 & (1 << k) != 0)
+            .collect()
+    }
+}
+
+impl std::fmt::Debug for Kinds {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if *self == Self::ALL {
+            return f.write_str("Kinds(all)");
+        }
+        let names: Vec<&str> = self.list().into_iter().map(|k| Self::NAMES[k]).collect();
+        write!(f, "Kinds({})", names.join(" | "))
+    }
+}
+
+/// A decoded `sequence` input.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Program {
+    /// The operation kinds this input may use.
+    pub enabled: Kinds,
+    /// Settle 1 ms after each submission and release.
+    pub settle: bool,
+    /// The operations.
+    pub ops: Sequence,
+}
+
+impl Program {
+    /// Every kind enabled, no settling.
+    pub fn new(ops: Vec<Op>) -> Self {
+        Self {
+            enabled: Kinds::ALL,
+            settle: false,
+            ops: Sequence(ops),
+        }
+    }
+
+    /// The input's bytes in the current format ([`FORMAT`]).
+    pub fn encode(&self) -> Vec<u8> {
+        format::encode_program(self)
+    }
+
+    /// How the model runs it.
+    pub fn options(&self) -> Options {
+        Options {
+            limit: LIMIT,
+            settle: if self.settle {
+                Duration::from_millis(1)
+            } else {
+                Duration::ZERO
+            },
+        }
+    }
+}
+
+/// When the `deadlines` target releases the work, relative to its bounded wait.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ReleaseAt {
+    /// Released just before the wait (the work races the deadline).
+    Before,
+    /// The late peer joins `delay` × 10 µs after the wait began (held
+    /// local work is released just before it).
+    During,
+    /// After the wait (the wait meets pending work; long deadlines are cut
+    /// to [`Timeout::BLOCKED_LIMIT`]).
+    After,
+}
+
+/// A decoded `deadlines` input: one bounded wait on one submission.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeadlineCase {
+    /// What is submitted: a claimed operation's standard submission, or
+    /// local dependencies.
+    pub work: Work,
+    /// The deadline, from 1 ns to `Duration::MAX`.
+    pub timeout: Timeout,
+    /// The disposition at the deadline.
+    pub mode: Mode,
+    /// When the work is let complete.
+    pub release: ReleaseAt,
+    /// The late peer's delay for [`ReleaseAt::During`], in units of 10 µs.
+    pub delay: u8,
+    /// A fault is injected into the work.
+    pub fault: bool,
+    /// `is_complete` is called before the wait.
+    pub poll_first: bool,
+    /// The caller's outputs are dropped before the wait.
+    pub drop_outputs_first: bool,
+}
+
+impl DeadlineCase {
+    /// The input's bytes in the current format.
+    pub fn encode(&self) -> Vec<u8> {
+        format::encode_deadline(self)
+    }
+
+    /// The operation sequence the model runs for this case.
+    pub fn sequence(&self) -> Sequence {
+        let mut ops = vec![Op::Submit {
+            work: self.work,
+            lane: 0,
+            fault: self.fault,
+        }];
+        if self.poll_first {
+            ops.push(Op::IsComplete { sub: 0 });
+        }
+        if self.drop_outputs_first {
+            ops.push(Op::DropOutputs { sub: 0 });
+        }
+        let wait = Op::WaitBounded {
+            sub: 0,
+            timeout: self.timeout,
+            mode: self.mode,
+        };
+        match self.release {
+            ReleaseAt::Before => ops.extend([Op::Release { sub: 0 }, wait]),
+            ReleaseAt::During => ops.extend([
+                Op::LateRelease {
+                    sub: 0,
+                    delay: self.delay,
+                },
+                wait,
+            ]),
+            ReleaseAt::After => ops.extend([wait, Op::Release { sub: 0 }]),
+        }
+        Sequence(ops)
+    }
+}
+
+/// One tensor role of a [`Frame`] (equality compares values bit for bit).
+#[derive(Debug, Clone)]
+pub struct Role {
+    /// The role's name (may be blank: eredu then refuses the contract).
+    pub name: String,
+    /// The declared dtype, by eredu's header tag (`% 14`: Bool, F32, F16,
+    /// BF16, I8, U8, U16, U32, U64, I16, I32, I64, F64, Complex64).
+    pub dtype: u8,
+    /// The declared shape (may hold zeros: eredu then refuses the role).
+    pub declared: Vec<usize>,
+    /// The tensor's real shape (`f32` values).
+    pub tensor: Vec<usize>,
+    /// The tensor's values (the sender's payload; the receiver's are zeros).
+    pub values: Vec<f32>,
+}
+
+impl PartialEq for Role {
+    fn eq(&self, other: &Self) -> bool {
+        self.name == other.name
+            && self.dtype == other.dtype
+            && self.declared == other.declared
+            && self.tensor == other.tensor
+            && self.values.len() == other.values.len()
+            && self
+                .values
+                .iter()
+                .zip(&other.values)
+                .all(|(a, b)| a.to_bits() == b.to_bits())
+    }
+}
+
+/// One side's framing of a point-to-point bundle.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Frame {
+    /// The route id written into the headers.
+    pub route: u64,
+    /// The contract's schema.
+    pub schema: String,
+    /// The roles, in bundle order.
+    pub roles: Vec<Role>,
+}
+
+/// A decoded `boundary` input: one point-to-point exchange from rank 1 to
+/// rank 0 of a two-rank world.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BoundaryCase {
+    /// The route the bundle travels.
+    pub route: u64,
+    /// The sender submits before the receiver.
+    pub sender_first: bool,
+    /// The sender's framing and payload.
+    pub sender: Frame,
+    /// The receiver's framing (its expected headers and shapes).
+    pub receiver: Frame,
+}
+
+impl BoundaryCase {
+    /// The input's bytes in the current format: the sender's frame, and the
+    /// receiver's when it equals it (mutations are not re-encoded).
+    pub fn encode(&self) -> Vec<u8> {
+        format::encode_boundary(self)
+    }
+}
+
+/// Which commcheck-report parser a `report` input feeds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Parser {
+    /// `verify` (and `load`) on one text.
+    Verify,
+    /// `load` on two texts, then `diff` of what loads.
+    Diff,
+    /// `Expectations::parse` on one text.
+    Expectations,
+}
+
+/// A decoded `report` input.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReportInput {
+    /// The parser.
+    pub parser: Parser,
+    /// Its texts (two for `diff`, else one).
+    pub texts: Vec<String>,
+}
+
+impl ReportInput {
+    /// The input's bytes in the current format.
+    pub fn encode(&self) -> Vec<u8> {
+        format::encode_report(self)
+    }
+}
+
+/// A decoded input of any target.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Input {
+    /// `sequence`.
+    Sequence(Program),
+    /// `boundary`.
+    Boundary(BoundaryCase),
+    /// `deadlines`.
+    Deadlines(DeadlineCase),
+    /// `report`.
+    Report(ReportInput),
+}
+
+impl Input {
+    /// The input's bytes in the current format.
+    pub fn encode(&self) -> Vec<u8> {
+        match self {
+            Self::Sequence(program) => program.encode(),
+            Self::Boundary(case) => case.encode(),
+            Self::Deadlines(case) => case.encode(),
+            Self::Report(input) => input.encode(),
+        }
+    }
+}
+
+/// Decodes `data` as an input of `target`: never panics, whatever the bytes.
+pub fn decode(target: Target, data: &[u8]) -> Result<Input, Rejection> {
+    match target {
+        Target::Sequence => format::program(data).map(Input::Sequence),
+        Target::Boundary => format::boundary(data).map(Input::Boundary),
+        Target::Deadlines => format::deadline(data).map(Input::Deadlines),
+        Target::Report => format::report(data).map(Input::Report),
+    }
+}
+
+/// The decoded form of `data` as `target` reads it: the `Debug` form of its
+/// input (pretty-printed), or the rejection. Regression files store it
+/// beside the bytes (`<name>.txt`).
+pub fn describe(target: Target, data: &[u8]) -> String {
+    match decode(target, data) {
+        Ok(input) => format!("{input:#?}\n"),
+        Err(rejection) => format!("rejected: {rejection}\n"),
+    }
+}
+
+/// A failing input: what the backend did wrong, and the input decoded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    /// The target that ran it.
+    pub target: Target,
+    /// The SPEC ID violated; `None` when a hang, a crash or the harness
+    /// could not be attributed.
+    pub id: Option<&'static str>,
+    /// What was expected and what happened.
+    pub message: String,
+    /// The decoded input ([`describe`]).
+    pub input: String,
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.id {
+            Some(id) => write!(f, "{id}: ")?,
+            None => f.write_str("(no SPEC ID) ")?,
+        }
+        write!(
+            f,
+            "{}\n{} input:\n{}",
+            self.message, self.target, self.input
+        )
+    }
+}
+
+impl std::error::Error for Failure {}
+
+/// The watchdog of one fuzz input: a hang is reported after this long (an
+/// input normally runs in milliseconds).
+const LIMIT: Duration = Duration::from_secs(5);
+
+fn sequence_failure(
+    target: Target,
+    data: &[u8],
+    divergence: crate::model::Divergence,
+    ops: &Sequence,
+) -> Failure {
+    Failure {
+        target,
+        id: divergence.id,
+        message: format!("{divergence}\nreplay:\n{ops}"),
+        input: describe(target, data),
+    }
+}
+
+/// The `sequence` target's check: decodes `data` and runs its operations
+/// against `harness` through the model. `Ok` for rejected bytes.
+pub fn check<H: Harness + Clone>(harness: &H, data: &[u8]) -> Result<(), Failure> {
+    let Ok(Input::Sequence(program)) = decode(Target::Sequence, data) else {
+        return Ok(());
+    };
+    check_sequence_with(Arc::new(harness.clone()), &program.ops, program.options())
+        .map(drop)
+        .map_err(|divergence| sequence_failure(Target::Sequence, data, divergence, &program.ops))
+}
+
+/// The `deadlines` target's check: one bounded wait (1 ns to
+/// `Duration::MAX`, either disposition) racing the work's completion,
+/// checked by the model. `Ok` for rejected bytes.
+pub fn check_deadlines<H: Harness + Clone>(harness: &H, data: &[u8]) -> Result<(), Failure> {
+    let Ok(Input::Deadlines(case)) = decode(Target::Deadlines, data) else {
+        return Ok(());
+    };
+    let ops = case.sequence();
+    let options = Options {
+        limit: LIMIT,
+        settle: Duration::ZERO,
+    };
+    check_sequence_with(Arc::new(harness.clone()), &ops, options)
+        .map(drop)
+        .map_err(|divergence| sequence_failure(Target::Deadlines, data, divergence, &ops))
+}
+
+thread_local! {
+    /// Set on the thread that runs fuzz inputs.
+    static FUZZ_THREAD: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Once per process: panics on threads other than the fuzzing one (the
+/// rank threads, whose panics the kit catches and reports as divergences
+/// with their SPEC ID) no longer go to the previous hook, which under
+/// libFuzzer aborts the process at once.
+fn contain_rank_panics() {
+    static ONCE: Once = Once::new();
+    FUZZ_THREAD.with(|fuzzing| fuzzing.set(true));
+    ONCE.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if FUZZ_THREAD.with(std::cell::Cell::get) {
+                previous(info);
+            }
+        }));
+    });
+}
+
+/// Writes the decoded input ([`describe`]) to the file named by
+/// `COMMCHECK_FUZZ_DECODED`, when it is set: running a target binary on one
+/// input with it set is how `fuzz/nightly.sh` stores a regression's decoded
+/// form beside it.
+fn write_decoded_if_asked(target: Target, data: &[u8]) {
+    static PATH: std::sync::OnceLock<Option<std::ffi::OsString>> = std::sync::OnceLock::new();
+    if let Some(path) = PATH.get_or_init(|| std::env::var_os("COMMCHECK_FUZZ_DECODED")) {
+        if let Err(error) = std::fs::write(path, describe(target, data)) {
+            eprintln!("COMMCHECK_FUZZ_DECODED: {error}");
+        }
+    }
+}
+
+pub(crate) fn fail(failure: Failure) -> ! {
+    panic!("commcheck {} target: {failure}", failure.target)
+}
+
+/// Prepares a fuzz target's thread for one input: panics on the kit's
+/// rank threads are reported with their SPEC ID instead of aborting at
+/// once, and with `COMMCHECK_FUZZ_DECODED=<file>` set the decoded input is
+/// written there. Every `run` function calls it; a target of one's own
+/// (such as `report`) calls it too.
+pub fn prepare(target: Target, data: &[u8]) {
+    contain_rank_panics();
+    write_decoded_if_asked(target, data);
+}
+
+/// The `sequence` fuzz target: [`check`], panicking on a failure.
+pub fn run<H: Harness + Clone>(harness: &H, data: &[u8]) {
+    prepare(Target::Sequence, data);
+    if let Err(failure) = check(harness, data) {
+        fail(failure)
+    }
+}
+
+/// The `deadlines` fuzz target: [`check_deadlines`], panicking on a failure.
+pub fn run_deadlines<H: Harness + Clone>(harness: &H, data: &[u8]) {
+    prepare(Target::Deadlines, data);
+    if let Err(failure) = check_deadlines(harness, data) {
+        fail(failure)
+    }
+}
+
+#[cfg(test)]
+mod tests;
