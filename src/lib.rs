@@ -9,3 +9,5 @@
 
 #[cfg(feature = "cpu")]
 pub mod cpu;
+#[cfg(feature = "cuda")]
+pub mod cuda;

@@ -35,6 +35,7 @@ pub fn catalogue<H: Harness>(harness: &H) -> Vec<Case<H>> {
 pub(crate) fn catalogue_within<H: Harness>(harness: &H, processes: Option<usize>) -> Vec<Case<H>> {
     let claims = harness.claims();
     let instruments = harness.instruments();
+    let unavailable = harness.unavailable();
     let sizes = match (harness.world_sizes(), processes) {
         (sizes, None) => sizes,
         (WorldSizes::Any, Some(n)) => WorldSizes::UpTo(n),
@@ -102,6 +103,7 @@ pub(crate) fn catalogue_within<H: Harness>(harness: &H, processes: Option<usize>
                 .filter(|n| sizes.contains(*n))
                 .collect();
             let script = match script {
+                Ok(_) if unavailable.is_some() => Err(unavailable.clone().unwrap_or_default()),
                 Ok(_) if !missing.is_empty() => Err(format!(
                     "needs the {} instrument, which the harness does not provide",
                     missing.join(", ")

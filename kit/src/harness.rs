@@ -353,6 +353,15 @@ pub trait Harness: Send + Sync + Sized + 'static {
     /// Builds the shared part of a world of `ranks` ranks.
     fn world(&self, ranks: usize) -> Result<Self::World, HarnessError>;
 
+    /// Why the backend cannot run on this machine at all (no device, no
+    /// driver), if so: every case is then `not-supported` with this reason,
+    /// before anything runs. The default is `None`. A harness whose users
+    /// require the device (a CI job on GPU machines) returns `None` and lets
+    /// [`Harness::world`] fail instead, so that every case fails.
+    fn unavailable(&self) -> Option<String> {
+        None
+    }
+
     /// Builds rank `rank`'s state, on that rank's thread. Every rank's
     /// communication group spans the whole world in rank order.
     fn rank(&self, world: &Self::World, rank: usize) -> Result<Self::Rank, HarnessError>;

@@ -756,18 +756,25 @@ fn failed_local_dependencies_leave_no_work<H: Harness>(ctx: &RankCtx<'_, H>) -> 
 /// caller dropped its inputs the ledger's pending work and storages return to
 /// what they were before and the inputs' storages are freed; after the hold
 /// is released, the executor still completes new work.
+///
+/// The inputs are made before the hold is taken: on an eager backend the
+/// elementwise input is itself work on the executor, which the hold would
+/// keep live (with its operands) through no fault of the refused
+/// submission.
 fn failed_submission_leaves_no_work<H: Harness>(ctx: &RankCtx<'_, H>, api: Api) -> Check {
     let before = ctx.ledger()?;
+    let inputs = make_inputs(ctx)?;
     let hold = ctx.hold(ctx.executor())?;
-    let probes = submit_refused(ctx, api)?;
+    let probes = submit_refused(ctx, api, inputs)?;
     nothing_left_behind(ctx, api, before, &probes)?;
     hold.release();
     still_accepts_work(ctx, api)
 }
 
-/// Makes inputs, arms the submission fault, submits; returns probes on the
-/// inputs, whose handles are all dropped on return.
-fn submit_refused<H: Harness>(ctx: &RankCtx<'_, H>, api: Api) -> Result<Vec<Probe>, Finding> {
+/// A materialised input, and (where the backend computes one) an
+/// elementwise value of it: lazy on a lazy backend, queued work on an eager
+/// one.
+fn make_inputs<H: Harness>(ctx: &RankCtx<'_, H>) -> Result<Vec<Tensor<H>>, Finding> {
     let materialised = ctx.tensor(&LHS, &SHAPE)?;
     let mut inputs = vec![materialised];
     if let Ok(lazy) =
@@ -775,6 +782,16 @@ fn submit_refused<H: Harness>(ctx: &RankCtx<'_, H>, api: Api) -> Result<Vec<Prob
     {
         inputs.push(lazy);
     }
+    Ok(inputs)
+}
+
+/// Arms the submission fault and submits `inputs`; returns probes on them,
+/// whose handles are all dropped on return.
+fn submit_refused<H: Harness>(
+    ctx: &RankCtx<'_, H>,
+    api: Api,
+    inputs: Vec<Tensor<H>>,
+) -> Result<Vec<Probe>, Finding> {
     let probes = inputs
         .iter()
         .map(|t| ctx.probe(t))

@@ -1,0 +1,94 @@
+//! Mutant proofs on the CUDA backend: for every planted [`Defect`] of
+//! `commcheck-cuda`, the kit reports `fail` for at least one case of the
+//! invariant the defect breaks (the cases of that invariant only: the whole
+//! catalogue per defect is the CPU precision matrix's job, `tests/mutants`).
+//! Without a usable GPU every proof is ignored with the reason (never a
+//! pass); `COMMCHECK_REQUIRE_CUDA=1` makes that a failure.
+
+use commcheck::{run_cases, Verdict};
+use commcheck_cuda::Defect;
+use commcheck_reference::cuda::CudaHarness;
+use libtest_mimic::{Arguments, Completion, Failed, Trial};
+
+fn proof(defect: Defect) -> Result<Completion, Failed> {
+    let harness = CudaHarness::with_defect(defect);
+    if let Err(reason) = harness.usable() {
+        return match commcheck_cuda::cuda_required() {
+            Ok(false) => Ok(Completion::ignored_with(format!("not-supported: {reason}"))),
+            Ok(true) => {
+                Err(format!("COMMCHECK_REQUIRE_CUDA=1 and CUDA is not usable: {reason}").into())
+            }
+            Err(setting) => Err(setting.to_string().into()),
+        };
+    }
+    let results = run_cases(harness, |case| case.invariant().id == defect.invariant())
+        .map_err(|e| Failed::from(e.to_string()))?;
+    let verdicts: Vec<String> = results
+        .cases
+        .iter()
+        .map(|case| {
+            format!(
+                "{} {}: {}",
+                case.name,
+                case.verdict,
+                case.message.clone().unwrap_or_default()
+            )
+        })
+        .collect();
+    // A violation of the defect's own invariant (not a harness error).
+    let violated = format!("{} violated", defect.invariant());
+    if results.cases.iter().any(|case| {
+        case.verdict == Verdict::Fail
+            && case
+                .message
+                .as_deref()
+                .is_some_and(|m| m.contains(&violated))
+    }) {
+        for line in &verdicts {
+            println!("{defect}: {line}");
+        }
+        return Ok(Completion::Completed);
+    }
+    Err(format!(
+        "the defect {defect} ({}) breaks {}, but no case of {} reported it violated:\n{}",
+        defect.describe(),
+        defect.invariant(),
+        defect.invariant(),
+        verdicts.join("\n")
+    )
+    .into())
+}
+
+fn main() {
+    // Some defects hang work on purpose: a hang is proven when the watchdog
+    // fires, so the watchdog is short (longer than twice the kit's release
+    // slack, so that checks bounding their own waits report first).
+    std::env::set_var("COMMCHECK_CASE_TIMEOUT_MS", "11000");
+    let mut args = Arguments::from_args();
+    args.test_threads = Some(1);
+    // Defects that free memory a kernel still uses run last: should one
+    // fault the device despite the backend's pool (which keeps freed memory
+    // mapped), it takes down only the proofs after it.
+    let frees_live = |d: &&Defect| {
+        matches!(
+            d,
+            Defect::CollectiveDropsResources
+                | Defect::OutputNotRetained
+                | Defect::DropReleasesPending
+                | Defect::ErrorReleases
+                | Defect::QuarantineDropsLive
+                | Defect::ErrorDropsLive
+        )
+    };
+    let trials = Defect::ALL
+        .iter()
+        .filter(|d| !frees_live(d))
+        .chain(Defect::ALL.iter().filter(frees_live))
+        .map(|&defect| {
+            Trial::ignorable_test(format!("{}::{defect}", defect.invariant()), move || {
+                proof(defect)
+            })
+        })
+        .collect();
+    libtest_mimic::run(&args, trials).exit();
+}

@@ -1,0 +1,53 @@
+//! Without a usable GPU, the CUDA harness says so through
+//! `Harness::unavailable`, and every case of the catalogue is
+//! `not-supported` with that reason before anything runs: nothing unchecked
+//! is `pass`. (On a machine with a GPU there is nothing to check here: the
+//! proof is ignored, saying so.)
+
+use commcheck::{catalogue, run_cases, Harness, Verdict};
+use commcheck_reference::cuda::CudaHarness;
+use libtest_mimic::{Arguments, Completion, Failed, Trial};
+
+fn every_case_not_supported_with_the_reason() -> Result<Completion, Failed> {
+    let harness = CudaHarness::new();
+    if harness.usable().is_ok() {
+        return Ok(Completion::ignored_with(
+            "a CUDA device is usable here: nothing is unavailable",
+        ));
+    }
+    if commcheck_cuda::cuda_required().unwrap_or(true) {
+        return Ok(Completion::ignored_with(
+            "COMMCHECK_REQUIRE_CUDA is set: the harness fails instead (tests/certify_cuda.rs)",
+        ));
+    }
+    let reason = harness
+        .unavailable()
+        .ok_or("no GPU, and the harness does not say it is unavailable")?;
+    if !reason.contains("libcuda") && !reason.contains("device") {
+        return Err(format!(
+            "the reason names neither the driver library nor the device: {reason}"
+        )
+        .into());
+    }
+    for case in catalogue(&harness) {
+        if case.not_supported_before_running().is_none() {
+            return Err(format!("{} would run without a GPU", case.name()).into());
+        }
+    }
+    let results = run_cases(harness, |_| true).map_err(|e| Failed::from(e.to_string()))?;
+    for case in &results.cases {
+        if case.verdict != Verdict::NotSupported {
+            return Err(format!("{}: {} without a GPU", case.name, case.verdict).into());
+        }
+    }
+    Ok(Completion::Completed)
+}
+
+fn main() {
+    let args = Arguments::from_args();
+    let trials = vec![Trial::ignorable_test(
+        "cuda::unavailable_means_not_supported",
+        every_case_not_supported_with_the_reason,
+    )];
+    libtest_mimic::run(&args, trials).exit();
+}
