@@ -78,7 +78,15 @@ pub(crate) struct DeviceShared {
 }
 
 impl Drop for DeviceShared {
+    /// With work still in flight (a collective whose peer never came, held
+    /// work never released), the module and the pinned host memory are left
+    /// to the process: unloading one or freeing the other may synchronise
+    /// the context, which that work would turn into a hang.
     fn drop(&mut self) {
+        if !self.registry.is_empty() {
+            std::mem::forget(self.kernels.clone());
+            std::mem::forget(Arc::clone(&self.host));
+        }
         self.registry.shut_down();
     }
 }
