@@ -10,6 +10,28 @@ use commcheck_cuda::Defect;
 use commcheck_reference::cuda::CudaHarness;
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
 
+/// How long one proof may take before it is reported hung (the kit's
+/// watchdog bounds each case; this bounds what it cannot see, such as a
+/// device's teardown).
+const PROOF_LIMIT: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// [`proof`] on a thread of its own, so that a hung proof fails alone and
+/// the next ones still run.
+fn bounded_proof(defect: Defect) -> Result<Completion, Failed> {
+    let (send, receive) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = send
+            .send(proof(defect).map_err(|failed| failed.message().unwrap_or("failed").to_string()));
+    });
+    match receive.recv_timeout(PROOF_LIMIT) {
+        Ok(outcome) => outcome.map_err(Failed::from),
+        Err(_) => Err(format!(
+            "the proof for {defect} did not finish within {PROOF_LIMIT:?} (a hang the kit's case watchdog does not cover)"
+        )
+        .into()),
+    }
+}
+
 fn proof(defect: Defect) -> Result<Completion, Failed> {
     let harness = CudaHarness::with_defect(defect);
     if let Err(reason) = harness.usable() {
@@ -86,7 +108,7 @@ fn main() {
         .chain(Defect::ALL.iter().filter(frees_live))
         .map(|&defect| {
             Trial::ignorable_test(format!("{}::{defect}", defect.invariant()), move || {
-                proof(defect)
+                bounded_proof(defect)
             })
         })
         .collect();

@@ -72,7 +72,7 @@ run)
   grep -E '^commcheck [A-Z0-9]+: |^test result' "$out/certify.log" || tail -n 20 "$out/certify.log"
   "$dir/commcheck-report" report "$out/results" --out "$out/report" 2>&1 | tail -n 5 || status=1
   echo "== mutants: every planted defect fails its own invariant's check"
-  timeout "${MUTANTS_TIMEOUT:-240}" "$dir/cuda_mutants" >"$out/mutants.log" 2>&1 || status=1
+  timeout "${MUTANTS_TIMEOUT:-400}" "$dir/cuda_mutants" >"$out/mutants.log" 2>&1 || status=1
   grep -E '^test |^test result' "$out/mutants.log" || tail -n 20 "$out/mutants.log"
   echo "== all_reduce benchmark"
   COMMCHECK_BENCH_OUT="$out/bench.md" timeout 240 "$dir/all_reduce" 2>&1 | tee "$out/bench-log.txt" || status=1
