@@ -10,6 +10,9 @@ use commcheck_cuda::Defect;
 use commcheck_reference::cuda::CudaHarness;
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
 
+#[path = "../backends/cuda/tests/support/mod.rs"]
+mod support;
+
 /// How long one proof may take before it is reported hung (the kit's
 /// watchdog bounds each case; this bounds what it cannot see, such as a
 /// device's teardown).
@@ -36,7 +39,7 @@ fn proof(defect: Defect) -> Result<Completion, Failed> {
     let harness = CudaHarness::with_defect(defect);
     if let Err(reason) = harness.usable() {
         return match commcheck_cuda::cuda_required() {
-            Ok(false) => Ok(Completion::ignored_with(format!("not-supported: {reason}"))),
+            Ok(false) => support::not_supported(&reason),
             Ok(true) => {
                 Err(format!("COMMCHECK_REQUIRE_CUDA=1 and CUDA is not usable: {reason}").into())
             }
@@ -102,6 +105,9 @@ fn main() {
                 | Defect::ErrorDropsLive
         )
     };
+    // Listed ignored when CUDA is not usable here and not required.
+    let skipped =
+        CudaHarness::new().usable().is_err() && !commcheck_cuda::cuda_required().unwrap_or(true);
     let trials = Defect::ALL
         .iter()
         .filter(|d| !frees_live(d))
@@ -110,6 +116,7 @@ fn main() {
             Trial::ignorable_test(format!("{}::{defect}", defect.invariant()), move || {
                 bounded_proof(defect)
             })
+            .with_ignored_flag(skipped)
         })
         .collect();
     libtest_mimic::run(&args, trials).exit();

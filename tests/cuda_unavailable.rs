@@ -8,17 +8,26 @@ use commcheck::{catalogue, run_cases, Harness, Verdict};
 use commcheck_reference::cuda::CudaHarness;
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
 
-fn every_case_not_supported_with_the_reason() -> Result<Completion, Failed> {
-    let harness = CudaHarness::new();
+#[path = "../backends/cuda/tests/support/mod.rs"]
+mod support;
+
+/// Why there is nothing to check here, if so.
+fn nothing_to_check(harness: &CudaHarness) -> Option<&'static str> {
     if harness.usable().is_ok() {
-        return Ok(Completion::ignored_with(
-            "a CUDA device is usable here: nothing is unavailable",
-        ));
+        return Some("a CUDA device is usable here: nothing is unavailable");
     }
     if commcheck_cuda::cuda_required().unwrap_or(true) {
-        return Ok(Completion::ignored_with(
+        return Some(
             "COMMCHECK_REQUIRE_CUDA is set: the harness fails instead (tests/certify_cuda.rs)",
-        ));
+        );
+    }
+    None
+}
+
+fn every_case_not_supported_with_the_reason() -> Result<Completion, Failed> {
+    let harness = CudaHarness::new();
+    if let Some(why) = nothing_to_check(&harness) {
+        return support::not_supported(why);
     }
     let reason = harness
         .unavailable()
@@ -45,9 +54,11 @@ fn every_case_not_supported_with_the_reason() -> Result<Completion, Failed> {
 
 fn main() {
     let args = Arguments::from_args();
+    let skipped = nothing_to_check(&CudaHarness::new()).is_some();
     let trials = vec![Trial::ignorable_test(
         "cuda::unavailable_means_not_supported",
         every_case_not_supported_with_the_reason,
-    )];
+    )
+    .with_ignored_flag(skipped)];
     libtest_mimic::run(&args, trials).exit();
 }

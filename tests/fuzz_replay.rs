@@ -30,24 +30,6 @@ fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz")
 }
 
-/// The stored inputs of a folder (sorted; decoded forms and hidden files left out).
-fn inputs(folder: &Path) -> Vec<PathBuf> {
-    let Ok(entries) = std::fs::read_dir(folder) else {
-        return Vec::new();
-    };
-    let mut files: Vec<PathBuf> = entries
-        .filter_map(Result::ok)
-        .map(|entry| entry.path())
-        .filter(|path| path.is_file())
-        .filter(|path| {
-            let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-            !name.starts_with('.') && !name.ends_with(".txt") && name != "README.md"
-        })
-        .collect();
-    files.sort();
-    files
-}
-
 fn check(target: Target, harness: &CpuHarness, data: &[u8]) -> Result<(), fuzz::Failure> {
     match target {
         Target::Sequence => fuzz::check(harness, data),
@@ -70,7 +52,7 @@ fn replay(target: Target) -> Vec<String> {
     let correct = CpuHarness::new();
     let mut replayed = 0;
     for kind in ["corpus", "regressions"] {
-        for path in inputs(&root().join(kind).join(target.name())) {
+        for path in commcheck::fuzz::stored_inputs(&root().join(kind).join(target.name())) {
             let shown = path.strip_prefix(root()).unwrap_or(&path).display();
             let data = match std::fs::read(&path) {
                 Ok(data) => data,
@@ -173,7 +155,7 @@ fn deadlines_inputs_replay() {
 #[test]
 fn report_regressions_keep_their_decoded_form() {
     let folder = root().join("regressions").join("report");
-    let problems: Vec<String> = inputs(&folder)
+    let problems: Vec<String> = commcheck::fuzz::stored_inputs(&folder)
         .iter()
         .filter_map(|path| {
             let data = std::fs::read(path).ok()?;
@@ -189,7 +171,7 @@ fn every_target_has_a_corpus() {
     for target in Target::ALL {
         let folder = root().join("corpus").join(target.name());
         assert!(
-            !inputs(&folder).is_empty(),
+            !commcheck::fuzz::stored_inputs(&folder).is_empty(),
             "{} has no input",
             folder.display()
         );

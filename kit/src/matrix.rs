@@ -825,31 +825,50 @@ where
             || Backend::<H>::agree_success(true, ctx.group(), executor),
         )
         .map_err(|e| failed(ctx, Operation::AgreeSuccess, e))?;
-        let output = submission.output;
-        let verify: Verify<H> = Box::new(move |ctx: &RankCtx<'_, H>| {
-            let wrong = match Backend::<H>::resolve_failure_agreement(output) {
-                Ok(true) => return Ok(()),
-                Ok(false) => "every member submitted true, resolved false".to_owned(),
-                Err(error) => {
-                    format!("resolve_failure_agreement after completion failed: {error}")
-                }
-            };
-            attribute_value(
-                ctx,
-                Operation::AgreeSuccess,
-                format!("agree_success on rank {}: {wrong}", ctx.rank()),
-            );
-            Ok(())
-        });
-        Ok(Submitted {
-            completion: Handle::Communication(submission.completion),
-            input_probes: Vec::new(),
-            output_probes: Vec::new(),
-            verify: Some(verify),
-            lazy: None,
-            watch: None,
-        })
+        Ok(verified_agreement(
+            submission,
+            true,
+            "every member voted true".to_owned(),
+        ))
     })
+}
+
+/// A submitted agreement whose output, once complete, must resolve to
+/// `expected` (`votes` says what the members submitted); a wrong value is
+/// attributed to AGR-1 by [`attribute_value`].
+pub(crate) fn verified_agreement<H: Harness>(
+    submission: eredu_core::Submission<
+        <Backend<H> as FailureAgreementBackend>::FailureAgreementOutput,
+        crate::harness::CommCompletion<H>,
+    >,
+    expected: bool,
+    votes: String,
+) -> Submitted<H>
+where
+    Backend<H>: FailureAgreementBackend,
+{
+    let output = submission.output;
+    let verify: Verify<H> = Box::new(move |ctx: &RankCtx<'_, H>| {
+        let wrong = match Backend::<H>::resolve_failure_agreement(output) {
+            Ok(agreed) if agreed == expected => return Ok(()),
+            Ok(agreed) => format!("{votes}, the agreement resolved to {agreed}"),
+            Err(error) => format!("resolve_failure_agreement after completion failed: {error}"),
+        };
+        attribute_value(
+            ctx,
+            Operation::AgreeSuccess,
+            format!("agree_success on rank {}: {wrong}", ctx.rank()),
+        );
+        Ok(())
+    });
+    Submitted {
+        completion: Handle::Communication(submission.completion),
+        input_probes: Vec::new(),
+        output_probes: Vec::new(),
+        verify: Some(verify),
+        lazy: None,
+        watch: None,
+    }
 }
 
 /// Route id of the standard point-to-point route (late rank 1 → subject 0).

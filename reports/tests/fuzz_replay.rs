@@ -22,29 +22,12 @@ fn folder(kind: &str) -> PathBuf {
         .join("report")
 }
 
-fn inputs(folder: &Path) -> Vec<PathBuf> {
-    let Ok(entries) = std::fs::read_dir(folder) else {
-        return Vec::new();
-    };
-    let mut files: Vec<PathBuf> = entries
-        .filter_map(Result::ok)
-        .map(|entry| entry.path())
-        .filter(|path| path.is_file())
-        .filter(|path| {
-            let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-            !name.starts_with('.') && !name.ends_with(".txt") && name != "README.md"
-        })
-        .collect();
-    files.sort();
-    files
-}
-
 #[test]
 fn report_inputs_replay() {
     let mut failures = Vec::new();
     let mut replayed = 0;
     for kind in ["corpus", "regressions"] {
-        for path in inputs(&folder(kind)) {
+        for path in commcheck::fuzz::stored_inputs(&folder(kind)) {
             let data = std::fs::read(&path).expect("readable input");
             replayed += 1;
             let outcome = std::panic::catch_unwind(|| commcheck_report::fuzz::check(&data));

@@ -1,7 +1,7 @@
 //! Executors: pooled streams (the hold and fault instruments act on them),
 //! and the enqueueing of one work item onto an executor's stream.
 
-use crate::device::{CudaDevice, StreamLease};
+use crate::device::{CudaDevice, HoldGate, StreamLease};
 use crate::error::CudaError;
 use crate::ffi::{Event, HostSlot, Launch};
 use crate::tensor::CudaTensor;
@@ -87,8 +87,9 @@ impl CudaExecutor {
     /// store of [`Hold::release`] opens it).
     pub fn hold(&self) -> Result<Hold, CudaError> {
         let mut enqueue = self.begin("hold")?;
-        let gate = Arc::new(self.device().slot(4)?);
-        gate.wait_on(self.stream(), 1)?;
+        let gate = Arc::new(HoldGate::new(self.device())?);
+        gate.close(self.stream())?;
+        // The gate's word stays allocated until the stream got past it.
         enqueue.keep_on_device(Box::new(Arc::clone(&gate)));
         enqueue.counts = false;
         enqueue.finish(Vec::new())?;
@@ -138,7 +139,7 @@ impl CudaExecutor {
 /// A hold on an executor's stream (the hold instrument).
 #[derive(Debug)]
 pub struct Hold {
-    gate: Option<Arc<HostSlot>>,
+    gate: Option<Arc<HoldGate>>,
 }
 
 impl Hold {
@@ -149,7 +150,7 @@ impl Hold {
 
     fn open(&mut self) {
         if let Some(gate) = self.gate.take() {
-            gate.store(1);
+            gate.open();
         }
     }
 }

@@ -9,6 +9,8 @@ use commcheck_cuda::{
     HostSlot, Launch, RankAddresses, Segment, MAX_RANKS,
 };
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
+
+mod support;
 use std::sync::{mpsc, Arc, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -26,7 +28,8 @@ fn shared_device() -> Result<&'static CudaDevice, String> {
 
 type Check = fn(&CudaDevice) -> Result<(), Failed>;
 
-fn trial(name: &'static str, check: Check) -> Trial {
+/// Listed ignored when CUDA is not usable here and not required.
+fn trial(name: &'static str, check: Check, skipped: bool) -> Trial {
     Trial::ignorable_test(format!("device::{name}"), move || {
         let required = cuda_required().map_err(|e| Failed::from(e.to_string()))?;
         match shared_device() {
@@ -34,9 +37,10 @@ fn trial(name: &'static str, check: Check) -> Trial {
             Err(reason) if required => {
                 Err(format!("COMMCHECK_REQUIRE_CUDA=1 and CUDA is not usable: {reason}").into())
             }
-            Err(reason) => Ok(Completion::ignored_with(format!("not-supported: {reason}"))),
+            Err(reason) => support::not_supported(&reason),
         }
     })
+    .with_ignored_flag(skipped)
 }
 
 fn fail(error: CudaError) -> Failed {
@@ -551,9 +555,10 @@ fn main() {
             allocation_beyond_memory_is_an_error,
         ),
     ];
+    let skipped = shared_device().is_err() && !cuda_required().unwrap_or(true);
     let trials = checks
         .into_iter()
-        .map(|(name, check)| trial(name, check))
+        .map(|(name, check)| trial(name, check, skipped))
         .collect();
     libtest_mimic::run(&args, trials).exit();
 }

@@ -426,6 +426,27 @@ pub fn decode(target: Target, data: &[u8]) -> Result<Input, Rejection> {
     }
 }
 
+/// The stored inputs of one corpus or regressions folder
+/// (`fuzz/corpus/<target>`, `fuzz/regressions/<target>`), sorted: every
+/// file but hidden ones, decoded forms (`*.txt`) and a README. A missing
+/// folder has none.
+pub fn stored_inputs(folder: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let Ok(entries) = std::fs::read_dir(folder) else {
+        return Vec::new();
+    };
+    let mut files: Vec<std::path::PathBuf> = entries
+        .filter_map(Result::ok)
+        .map(|entry| entry.path())
+        .filter(|path| path.is_file())
+        .filter(|path| {
+            let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            !name.starts_with('.') && !name.ends_with(".txt") && name != "README.md"
+        })
+        .collect();
+    files.sort();
+    files
+}
+
 /// The decoded form of `data` as `target` reads it: the `Debug` form of its
 /// input (pretty-printed), or the rejection. Regression files store it
 /// beside the bytes (`<name>.txt`).

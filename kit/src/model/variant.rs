@@ -197,28 +197,11 @@ where
         || Backend::<H>::agree_success(vote, ctx.group(), executor),
     )
     .map_err(|e| refused(Operation::AgreeSuccess, e))?;
-    let output = submission.output;
-    let verify: Verify<H> = Box::new(move |ctx: &RankCtx<'_, H>| {
-        let wrong = match Backend::<H>::resolve_failure_agreement(output) {
-            Ok(agreed) if agreed == expected => return Ok(()),
-            Ok(agreed) => format!("the votes were {votes:?}, the agreement resolved to {agreed}"),
-            Err(error) => format!("resolve_failure_agreement after completion failed: {error}"),
-        };
-        matrix::attribute_value(
-            ctx,
-            Operation::AgreeSuccess,
-            format!("agree_success on rank {}: {wrong}", ctx.rank()),
-        );
-        Ok(())
-    });
-    Ok(Submitted {
-        completion: Handle::Communication(submission.completion),
-        input_probes: Vec::new(),
-        output_probes: Vec::new(),
-        verify: Some(verify),
-        lazy: None,
-        watch: None,
-    })
+    Ok(matrix::verified_agreement(
+        submission,
+        expected,
+        format!("the votes were {votes:?}"),
+    ))
 }
 
 /// The receiver's contract of a [`Work::SendReceive`] of `count` values.
