@@ -329,7 +329,7 @@ impl Harness for CpuHarness {
     }
 
     fn fail_next_submission(&self, _rank: &CpuRank, executor: &CpuExecutor) -> bool {
-        if !self.instruments.fault {
+        if !self.instruments.submission_fault {
             return false;
         }
         executor.fail_next_submission();

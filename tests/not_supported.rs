@@ -132,3 +132,44 @@ fn missing_instruments_make_their_cases_not_supported() {
         assert_eq!(listed.needs(), Instruments::NONE, "{} passed", case.name);
     }
 }
+
+/// Work faults and submission faults are separate instruments: a harness
+/// that can fail work but not refuse a submission on demand (it declares
+/// `fault` only) gets SUB-4 `not-supported`, naming the submission fault
+/// instrument, never a `fail` blaming the harness; the checks that inject
+/// work faults still run and pass.
+#[test]
+fn work_faults_without_submission_faults_leave_only_sub4_unsupported() {
+    let mut instruments = Instruments::ALL;
+    instruments.submission_fault = false;
+    let harness = CpuHarness::new()
+        .claiming(&[Operation::AllReduceSum])
+        .with_instruments(instruments);
+    let results = run_cases(harness, |case| {
+        ["SUB-4", "EXC-6", "EXC-7", "CAN-9"].contains(&case.invariant().id)
+            && matches!(
+                case.subject(),
+                Subject::LocalDependencies | Subject::Operation(Operation::AllReduceSum)
+            )
+    })
+    .expect("the COMMCHECK_* settings are valid");
+    assert!(results.cases.iter().any(|c| c.invariant == "SUB-4"));
+    for case in &results.cases {
+        let message = case.message.as_deref().unwrap_or("");
+        if case.invariant == "SUB-4" {
+            assert_eq!(
+                case.verdict,
+                Verdict::NotSupported,
+                "{}: {message}",
+                case.name
+            );
+            assert!(
+                message.contains("submission fault injection"),
+                "{}: {message}",
+                case.name
+            );
+        } else {
+            assert_eq!(case.verdict, Verdict::Pass, "{}: {message}", case.name);
+        }
+    }
+}

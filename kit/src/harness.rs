@@ -45,8 +45,15 @@ pub struct Instruments {
     pub probe: bool,
     /// [`Harness::ledger`]: live native resources by kind.
     pub ledger: bool,
-    /// [`Harness::inject_fault`] and [`Harness::fail_next_submission`].
+    /// [`Harness::inject_fault`]: work faults (the next native work item
+    /// fails after its submission succeeded).
     pub fault: bool,
+    /// [`Harness::fail_next_submission`]: submission faults (the next
+    /// submission call returns `Err`). A backend that can fail work but not
+    /// refuse a submission on demand declares `fault` only; SUB-4, the one
+    /// check that needs a refused submission, is then not-supported.
+    #[serde(default)]
+    pub submission_fault: bool,
     /// [`Harness::observer`]: a second handle on a completion's state.
     pub observer: bool,
     /// [`Harness::wire_log`]: native messages sent on a route.
@@ -60,6 +67,7 @@ impl Instruments {
         probe: false,
         ledger: false,
         fault: false,
+        submission_fault: false,
         observer: false,
         wire_log: false,
     };
@@ -70,6 +78,7 @@ impl Instruments {
         probe: true,
         ledger: true,
         fault: true,
+        submission_fault: true,
         observer: true,
         wire_log: true,
     };
@@ -86,6 +95,10 @@ impl Instruments {
             (needed.probe && !self.probe, "liveness probe"),
             (needed.ledger && !self.ledger, "resource ledger"),
             (needed.fault && !self.fault, "fault injection"),
+            (
+                needed.submission_fault && !self.submission_fault,
+                "submission fault injection",
+            ),
             (needed.observer && !self.observer, "observer"),
             (needed.wire_log && !self.wire_log, "wire log"),
         ]
@@ -101,6 +114,7 @@ impl Instruments {
             probe: self.probe || other.probe,
             ledger: self.ledger || other.ledger,
             fault: self.fault || other.fault,
+            submission_fault: self.submission_fault || other.submission_fault,
             observer: self.observer || other.observer,
             wire_log: self.wire_log || other.wire_log,
         }

@@ -46,8 +46,8 @@
 //! Everything else a harness can provide is one optional method more:
 //!
 //! - instruments, declared by [`Harness::instruments`]: [`Harness::hold`],
-//!   [`Harness::probe`], [`Harness::ledger`], [`Harness::inject_fault`] and
-//!   [`Harness::fail_next_submission`], [`Harness::observer`],
+//!   [`Harness::probe`], [`Harness::ledger`], [`Harness::inject_fault`] (work faults),
+//!   [`Harness::fail_next_submission`] (submission faults), [`Harness::observer`],
 //!   [`Harness::wire_log`];
 //! - [`Harness::world_sizes`]: the world sizes built in one process (a backend
 //!   with one rank per process declares `WorldSizes::UpTo(1)`; cases on sizes

@@ -488,8 +488,12 @@ impl<'w, H: Harness> RankCtx<'w, H> {
             self.used(Some(()));
             Ok(())
         } else {
-            let declared = self.harness.instruments().fault;
-            Err(self.absent(declared, "fault injection", "fail_next_submission"))
+            let declared = self.harness.instruments().submission_fault;
+            Err(self.absent(
+                declared,
+                "submission fault injection",
+                "fail_next_submission",
+            ))
         }
     }
 

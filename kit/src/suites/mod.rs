@@ -82,6 +82,10 @@ pub(crate) mod needs {
         fault: true,
         ..Instruments::NONE
     };
+    pub(crate) const SUBMISSION_FAULT: Instruments = Instruments {
+        submission_fault: true,
+        ..Instruments::NONE
+    };
     pub(crate) const OBSERVER: Instruments = Instruments {
         observer: true,
         ..Instruments::NONE

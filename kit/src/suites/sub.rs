@@ -79,7 +79,7 @@ pub(crate) fn rows<H: Harness>() -> Vec<Row<H>> {
 
 /// SUB-4 arms a submission fault, holds the executor so that work a failed
 /// submission wrongly queued stays live, and watches probes and the ledger.
-const SUB_4_NEEDS: crate::Instruments = needs::FAULT
+const SUB_4_NEEDS: crate::Instruments = needs::SUBMISSION_FAULT
     .and(needs::HOLD)
     .and(needs::PROBE)
     .and(needs::LEDGER);
