@@ -56,6 +56,10 @@ pub struct Case<H: Harness> {
     /// [`Row::pass_needs`]): its best verdict is not-supported, so runners
     /// list it ignored.
     pub(crate) capped: Option<String>,
+    /// Not-supported because the backend does not claim what the case
+    /// exercises (an operation, or the one cancellation mode of CAN-5 or
+    /// CAN-6): the case is not part of what the backend must pass.
+    pub(crate) unclaimed: bool,
 }
 
 impl<H: Harness> Case<H> {
@@ -72,6 +76,15 @@ impl<H: Harness> Case<H> {
     /// What the case exercises.
     pub fn subject(&self) -> Subject {
         self.subject
+    }
+
+    /// Whether the backend does not claim what the case exercises: an
+    /// operation, or the cancellation mode CAN-5 (NativeCancel) or CAN-6
+    /// (quarantine) is about. Such a case is not-supported and is no
+    /// must-pass case of a certification; a case not-supported for a missing
+    /// instrument or world size still is.
+    pub fn unclaimed(&self) -> bool {
+        self.unclaimed
     }
 
     /// Why the case cannot run, when it cannot.

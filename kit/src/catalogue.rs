@@ -67,6 +67,7 @@ pub(crate) fn catalogue_within<H: Harness>(harness: &H, processes: Option<usize>
                 needs: Instruments::NONE,
                 script: Err(format!("{operation} is not claimed by this backend")),
                 capped: None,
+                unclaimed: true,
             });
         }
     }
@@ -102,7 +103,10 @@ pub(crate) fn catalogue_within<H: Harness>(harness: &H, processes: Option<usize>
                 .copied()
                 .filter(|n| sizes.contains(*n))
                 .collect();
+            let unclaimed_mode = crate::suites::unclaimed_mode::<H>(row.id);
+            let unclaimed = script.is_err() || unclaimed_mode.is_some();
             let script = match script {
+                Ok(_) if unclaimed_mode.is_some() => Err(unclaimed_mode.unwrap_or_default()),
                 Ok(_) if unavailable.is_some() => Err(unavailable.clone().unwrap_or_default()),
                 Ok(_) if !missing.is_empty() => Err(format!(
                     "needs the {} instrument, which the harness does not provide",
@@ -140,6 +144,7 @@ pub(crate) fn catalogue_within<H: Harness>(harness: &H, processes: Option<usize>
                 needs: needed,
                 script,
                 capped,
+                unclaimed,
             });
         }
     }

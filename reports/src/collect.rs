@@ -36,7 +36,8 @@ pub struct FromRecords {
 }
 
 /// Merges the records in `dir` and builds their report. The must-pass list is
-/// the run's catalogue, minus the operations its backend did not claim, as
+/// the run's catalogue, minus what its backend did not claim (operations,
+/// and the cancellation mode of CAN-5 or CAN-6), as
 /// for [`crate::certify()`]; a case with no record is missing from the
 /// report, whose level is then `none`.
 pub fn report_from_records(
@@ -48,7 +49,7 @@ pub fn report_from_records(
     let must_pass = header
         .catalogue
         .iter()
-        .filter(|planned| is_claimed(planned.subject, &header.claims))
+        .filter(|planned| !planned.unclaimed && is_claimed(planned.subject, &header.claims))
         .map(|planned| planned.name.clone())
         .collect();
     let report = Report::build(

@@ -40,8 +40,9 @@
 //!
 //! - `must_pass` is every SPEC invariant on every *claimed* subject of the
 //!   kit version that wrote the report ([`must_pass()`]: the catalogue's case
-//!   names, minus unclaimed operations). `cases` also holds the unclaimed
-//!   operations' cases, as `not-supported`.
+//!   names, minus unclaimed operations and CAN-5 or CAN-6 when the backend
+//!   does not claim their one cancellation mode). `cases` also holds those
+//!   unclaimed cases, as `not-supported`.
 //! - `status` is [`Status::of`] the verdict and the waiver.
 //! - `level` ([`Level::reached`]): `full` when every must-pass case has
 //!   exactly one result and its status *certifies* (`pass` or

@@ -82,6 +82,10 @@ pub struct Planned {
     /// (a record, when it was run anyway, wins).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub not_supported: Option<CaseResult>,
+    /// The backend does not claim what the case exercises
+    /// ([`crate::Case::unclaimed`]): it is no must-pass case.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unclaimed: bool,
 }
 
 /// One case's record.
@@ -502,6 +506,7 @@ pub(crate) fn planned<H: Harness>(
         .map(|case| Planned {
             name: case.name(),
             subject: case.subject,
+            unclaimed: case.unclaimed,
             not_supported: case.not_supported_before_running().map(|reason| {
                 crate::runner::result(
                     case,

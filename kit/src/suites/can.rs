@@ -5,9 +5,13 @@
 //! has finished; `QuarantineUntilComplete` hands the live work and everything
 //! it retains to an owner that releases them after exact completion. An `Err`
 //! carries the same obligation. These rows run on every completion with a
-//! bounded wait (local dependencies and every claimed operation), and each
-//! (invariant, mode) part of a mode the backend does not support
-//! (`supports_cancellation` is false) is not-supported, never pass.
+//! bounded wait (local dependencies and every claimed operation), once per
+//! cancellation mode the backend claims. A mode it does not claim
+//! (`supports_cancellation` is false) is not a missing instrument: that part
+//! does not apply, and the case passes on its claimed parts, with a note
+//! naming the part that did not apply ([`each_mode`]). CAN-5 (NativeCancel
+//! only) and CAN-6 (quarantine only) are not-supported when their one mode is
+//! unclaimed: nothing of them applies.
 //!
 //! Pending work. The driver keeps work pending: by the hold, by a late peer,
 //! or (local subjects of a harness without the hold) by the backend's own lazy
@@ -154,19 +158,65 @@ fn policy(
 }
 
 /// Runs `part` for each mode the backend supports, quarantine first. A
-/// violation (or an inconclusive part) ends the case; an unsupported mode (or
-/// a part with nothing to check) makes the case not-supported once every
-/// other part passed.
-fn each_mode<H: Harness>(mut part: impl FnMut(CompletionCancellationMode) -> Check) -> Check {
+/// violation (or an inconclusive part) ends the case; a part with nothing to
+/// check makes the case not-supported once every other part passed. A mode
+/// the backend does not claim (`supports_cancellation` is false) is no
+/// missing instrument: its part does not apply, and a case whose claimed
+/// parts all passed is a pass with a note naming the part that did not
+/// apply. Only a backend that claims no mode at all leaves nothing to check.
+fn each_mode<H: Harness>(
+    ctx: &RankCtx<'_, H>,
+    part: impl FnMut(CompletionCancellationMode) -> Check,
+) -> Check {
+    each_claimed_mode(supported::<H>, |note| ctx.note(note), part)
+}
+
+/// [`each_mode`] with the claim and the note taken as arguments.
+fn each_claimed_mode(
+    claimed: impl Fn(CompletionCancellationMode) -> bool,
+    mut note: impl FnMut(String),
+    mut part: impl FnMut(CompletionCancellationMode) -> Check,
+) -> Check {
     let mut parts = Parts::default();
+    let mut unclaimed = Vec::new();
     for mode in MODES {
-        if supported::<H>(mode) {
+        if claimed(mode) {
             parts.run(part(mode))?;
         } else {
-            parts.skip(format!("supports_cancellation({mode:?}) is false"));
+            unclaimed.push(mode);
         }
     }
-    parts.end()
+    if unclaimed.len() == MODES.len() {
+        return Err(Finding::NotSupported(
+            "supports_cancellation is false for both QuarantineUntilComplete and NativeCancel: no bounded wait to check"
+                .into(),
+        ));
+    }
+    parts.end()?;
+    for mode in unclaimed {
+        note(format!(
+            "the {mode:?} part did not apply: supports_cancellation({mode:?}) is false; every claimed mode was checked"
+        ));
+    }
+    Ok(())
+}
+
+/// Why the cases of `id` are not-supported on this backend before they run:
+/// CAN-5 is all NativeCancel and CAN-6 all quarantine, so a backend that
+/// does not claim that mode (`supports_cancellation` is false) leaves them
+/// nothing to check, as an unclaimed operation does. `None` for every other
+/// ID (their unclaimed modes only make parts not apply, see [`each_mode`]).
+pub(crate) fn unclaimed_mode<H: Harness>(id: &str) -> Option<String> {
+    let mode = match id {
+        "CAN-5" => NativeCancel,
+        "CAN-6" => Quarantine,
+        _ => return None,
+    };
+    (!supported::<H>(mode)).then(|| {
+        format!(
+            "{mode:?} is not claimed by this backend (supports_cancellation({mode:?}) is false)"
+        )
+    })
 }
 
 /// Runs `part` for one mode, not-supported when the backend does not support it.
@@ -905,7 +955,7 @@ fn edge_round<'c, 'w, H: Harness>(
 /// generous deadline; work still pending at a short deadline never does.
 fn completion_is_reported_exactly<H: Harness>(ctx: &RankCtx<'_, H>, driver: Driver<H>) -> Check {
     let mut kept = Vec::new();
-    each_mode::<H>(|mode| {
+    each_mode(ctx, |mode| {
         finished_work_yields_completed(ctx, driver, slack::RELEASE, mode, Finished::BeforeTheCall)?;
         let waited = wait_on_pending(ctx, driver, slack::DEADLINE, mode, &mut kept)?;
         let call = format!(
@@ -925,7 +975,7 @@ fn completion_is_reported_exactly<H: Harness>(ctx: &RankCtx<'_, H>, driver: Driv
 /// passed at once) and excluded from the bound.
 fn deadline_is_honoured<H: Harness>(ctx: &RankCtx<'_, H>, driver: Driver<H>) -> Check {
     let mut kept = Vec::new();
-    each_mode::<H>(|mode| {
+    each_mode(ctx, |mode| {
         let teardown = match mode {
             Quarantine => Duration::ZERO,
             NativeCancel => {
@@ -978,7 +1028,7 @@ fn returns_on_time(
 /// CAN-3: the cancellation a `DeadlineExceeded` reports is the policy's mode.
 fn reported_mode_is_the_policy_mode<H: Harness>(ctx: &RankCtx<'_, H>, driver: Driver<H>) -> Check {
     let mut kept = Vec::new();
-    each_mode::<H>(|mode| {
+    each_mode(ctx, |mode| {
         let waited = wait_on_pending(ctx, driver, slack::DEADLINE, mode, &mut kept)?;
         let call = format!(
             "wait_bounded({:?}, {mode:?}) on pending work",
@@ -1007,7 +1057,7 @@ fn reported_mode_is_the_policy_mode<H: Harness>(ctx: &RankCtx<'_, H>, driver: Dr
 /// another mode, is a violation.
 fn supported_modes_are_honoured<H: Harness>(ctx: &RankCtx<'_, H>, driver: Driver<H>) -> Check {
     let mut kept = Vec::new();
-    each_mode::<H>(|mode| {
+    each_mode(ctx, |mode| {
         let waited = wait_on_pending(ctx, driver, slack::DEADLINE, mode, &mut kept)?;
         let call = format!(
             "wait_bounded({:?}, {mode:?}) on pending work",
@@ -1125,7 +1175,7 @@ fn quarantine_retains_until_completion<H: Harness>(
 /// CAN-7 holds by its design (a pass with a note).
 fn errors_never_drop_live_work<H: Harness>(ctx: &RankCtx<'_, H>, driver: Driver<H>) -> Check {
     let mut kept = Vec::new();
-    each_mode::<H>(|mode| {
+    each_mode(ctx, |mode| {
         let setup = Setup {
             fault: true,
             hold: driver.pending == PendingVia::LatePeer,
@@ -1260,7 +1310,7 @@ fn no_error_for_live_work<'c, 'w, H: Harness>(
 fn edge_deadlines_are_safe<H: Harness>(ctx: &RankCtx<'_, H>, driver: Driver<H>) -> Check {
     let observed = ctx.harness().instruments().covers(DISPOSITION);
     let mut kept = Vec::new();
-    each_mode::<H>(|mode| {
+    each_mode(ctx, |mode| {
         unbounded_deadline_completes(ctx, driver, mode)?;
         for timeout in EDGE_DEADLINES {
             let round = Round::start(ctx, driver, Setup::default())?;
@@ -1295,7 +1345,7 @@ fn unbounded_deadline_completes<H: Harness>(
 /// CAN-9: work that failed (an injected fault, run to its end) yields `Err`
 /// from `wait_bounded`, never `Completed`.
 fn failed_work_is_an_error<H: Harness>(ctx: &RankCtx<'_, H>, driver: Driver<H>) -> Check {
-    each_mode::<H>(|mode| {
+    each_mode(ctx, |mode| {
         let setup = Setup {
             fault: true,
             hold: false,
@@ -1333,4 +1383,82 @@ fn failed_work_is_an_error<H: Harness>(ctx: &RankCtx<'_, H>, driver: Driver<H>) 
             )
         })
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(
+        claimed: impl Fn(CompletionCancellationMode) -> bool,
+        part: impl FnMut(CompletionCancellationMode) -> Check,
+    ) -> (Check, Vec<String>) {
+        let mut notes = Vec::new();
+        let outcome = each_claimed_mode(claimed, |note| notes.push(note), part);
+        (outcome, notes)
+    }
+
+    #[test]
+    fn an_unclaimed_mode_is_a_note_not_a_missing_instrument() {
+        let mut ran = Vec::new();
+        let (outcome, notes) = run(
+            |mode| mode == Quarantine,
+            |mode| {
+                ran.push(mode);
+                Ok(())
+            },
+        );
+        assert_eq!(outcome, Ok(()));
+        assert_eq!(ran, [Quarantine]);
+        assert_eq!(notes.len(), 1);
+        assert!(
+            notes[0].contains("NativeCancel part did not apply"),
+            "{notes:?}"
+        );
+    }
+
+    #[test]
+    fn a_claimed_part_still_decides() {
+        let (outcome, notes) = run(
+            |mode| mode == Quarantine,
+            |_| Err(Finding::Violation("broken".into())),
+        );
+        assert_eq!(outcome, Err(Finding::Violation("broken".into())));
+        assert!(notes.is_empty());
+        // A claimed part that could not be checked is still not-supported:
+        // an unclaimed mode never turns a missing instrument into a pass.
+        let (outcome, _) = run(
+            |mode| mode == NativeCancel,
+            |_| Err(Finding::NotSupported("no probe".into())),
+        );
+        assert!(
+            matches!(outcome, Err(Finding::NotSupported(_))),
+            "{outcome:?}"
+        );
+    }
+
+    #[test]
+    fn no_claimed_mode_leaves_nothing_to_check() {
+        let (outcome, notes) = run(|_| false, |_| Ok(()));
+        assert!(
+            matches!(outcome, Err(Finding::NotSupported(_))),
+            "{outcome:?}"
+        );
+        assert!(notes.is_empty());
+    }
+
+    #[test]
+    fn every_claimed_mode_runs_without_a_note() {
+        let mut ran = Vec::new();
+        let (outcome, notes) = run(
+            |_| true,
+            |mode| {
+                ran.push(mode);
+                Ok(())
+            },
+        );
+        assert_eq!(outcome, Ok(()));
+        assert_eq!(ran, MODES);
+        assert!(notes.is_empty());
+    }
 }

@@ -7,6 +7,7 @@ pub(crate) mod agr;
 pub(crate) mod bar;
 pub(crate) mod brd;
 mod can;
+pub(crate) use can::unclaimed_mode;
 mod choreography;
 mod exact;
 mod exc;
@@ -357,11 +358,6 @@ impl Parts {
             }
             other => other,
         }
-    }
-
-    /// Records a part that could not run.
-    pub(crate) fn skip(&mut self, reason: String) {
-        self.0.push(reason);
     }
 
     /// The check's outcome once every part ran.
