@@ -235,13 +235,20 @@ where
 }
 
 /// A member with all-zero counts still takes part: before the late member
-/// joined, its completion must not report success.
+/// joined, its completion must not report success. Called right after the
+/// submitting call returned; `is_complete` runs under the block guard
+/// (EXC-1), and the message quotes the measured time.
 fn still_pending<H: Harness>(
     completion: &crate::harness::CommCompletion<H>,
     what: &dyn Fn() -> String,
 ) -> Flow {
+    let returned = std::time::Instant::now();
     settle();
-    match completion.is_complete() {
+    let seen = crate::world::guarded("is_complete()", "EXC-1", slack::BLOCKED, || {
+        completion.is_complete()
+    });
+    let after = returned.elapsed();
+    match seen {
         Ok(false) => Ok(()),
         Ok(true) => Err({
             // Cross-checked with the observer: an early report is EXC-2's.
@@ -249,10 +256,10 @@ fn still_pending<H: Harness>(
                 crate::harness::CompletionRef::Communication(completion),
             );
             violation!(
-                "{}: this member's counts are all zero, yet it reported complete {:?} after \
-             submitting, before the late member had joined; every member must still take part",
-                what(),
-                slack::SETTLE
+                "{}: this member's counts are all zero, yet is_complete() reported it complete {after:?} \
+                 after the submitting call returned, before the late member had joined; every member must \
+                 still take part",
+                what()
             )
         }
         .into()),
