@@ -103,7 +103,8 @@ pub use certify::{
 pub use diff::{diff, Diff};
 pub use expectations::{Expectation, Expectations, ExpectationsError};
 pub use model::{
-    must_pass, Level, Report, ReportCase, Status, Waiver, REPORT_FORMAT, REPORT_SCHEMA,
+    must_pass, unresolved_attributions, Level, Report, ReportCase, Status, Waiver, REPORT_FORMAT,
+    REPORT_SCHEMA,
 };
 pub use provenance::Environment;
 pub use signature::{sign_report, verify_report, SignatureError};

@@ -470,6 +470,13 @@ fn conclude(
         );
     }
     let count = |s| report.count(s);
+    println!("{}", report.decided());
+    for (seen_by, invariant, message) in commcheck_report::unresolved_attributions(&report.cases) {
+        println!(
+            "  {invariant} violated (seen by {seen_by}), but no case of {invariant} failed: the report cannot \
+             certify: {message}"
+        );
+    }
     println!(
         "{} {}: level {} ({} cases: {} pass, {} failing, {} not-supported, {} waived, {} unexpected pass)",
         report.provenance.backend.name,

@@ -111,6 +111,7 @@ fn header(report: &Report) -> String {
         .collect();
     out.push_str(&counts.join(","));
     out.push_str(")\n\n");
+    out.push_str(&format!("**{}**\n\n", cell(&report.decided().to_string())));
     out.push_str(&format!(
         "Device: {} · kit {} · digest {}\n\n",
         cell(&backend.device),
@@ -225,20 +226,35 @@ fn inconclusive(report: &Report) -> Option<Section> {
 }
 
 fn attributed(report: &Report) -> Option<Section> {
+    let unresolved = crate::model::unresolved_attributions(&report.cases);
     let rows = report
         .cases
         .iter()
         .flat_map(|c| {
-            c.attributed
-                .iter()
-                .map(move |a| vec![code(&a.invariant), code(&c.name), cell(&a.message)])
+            c.attributed.iter().map(|a| {
+                let failed = !unresolved.iter().any(|(name, id, message)| {
+                    *name == c.name && *id == a.invariant && *message == a.message
+                });
+                vec![
+                    code(&a.invariant),
+                    code(&c.name),
+                    if failed {
+                        "yes".to_owned()
+                    } else {
+                        "**no: blocks certification**".to_owned()
+                    },
+                    cell(&a.message),
+                ]
+            })
         })
         .collect();
     Section::table(
         "Violations seen by other cases",
         "Each belongs to the invariant named first (e.g. a wrong output value seen while checking retention \
-         belongs to the operation's value invariant); it did not change the status of the case that saw it.",
-        &["Invariant", "Seen by", "Message"],
+         belongs to the operation's value invariant); it did not change the status of the case that saw it. \
+         Nothing seen is lost: a violation whose invariant has no failing case in the report keeps the report \
+         at level `none`.",
+        &["Invariant", "Seen by", "A case of it failed", "Message"],
         rows,
     )
 }

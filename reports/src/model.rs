@@ -164,7 +164,9 @@ impl Level {
     /// must-pass case has exactly one result and it certifies
     /// ([`Status::certifies`]); `core` when that holds for every must-pass
     /// case of class A or M; `none` otherwise. A must-pass case without
-    /// exactly one result blocks both levels.
+    /// exactly one result blocks both levels, and so does a violation a case
+    /// recorded for another invariant when no case of that invariant failed
+    /// ([`unresolved_attributions`]).
     pub fn reached(must_pass: &[String], cases: &[ReportCase]) -> Self {
         Self::reached_by(must_pass, cases, Status::certifies)
     }
@@ -175,6 +177,11 @@ impl Level {
         cases: &[ReportCase],
         certifies: impl Fn(Status) -> bool,
     ) -> Self {
+        // Nothing seen is lost: a violation the kit recorded for another
+        // invariant than the case's own must fail a case of that invariant.
+        if !unresolved_attributions(cases).is_empty() {
+            return Self::None;
+        }
         let results = sole_results(cases);
         let mut level = Self::Full;
         for name in must_pass {
@@ -188,6 +195,29 @@ impl Level {
         }
         level
     }
+}
+
+/// The violations `cases` recorded for another invariant (`attributed`)
+/// whose invariant has no failing (or waived) case among them: observed
+/// with certainty, yet failing nothing. A report with any reaches level
+/// `none` ([`Level::reached`]), whatever its cases' statuses: each is
+/// `(case name, attributed invariant, message)`.
+pub fn unresolved_attributions(cases: &[ReportCase]) -> Vec<(&str, &str, &str)> {
+    let failed: std::collections::HashSet<&str> = cases
+        .iter()
+        .filter(|case| case.status.is_failure() || case.status == Status::Waived)
+        .map(|case| case.invariant.as_str())
+        .collect();
+    cases
+        .iter()
+        .flat_map(|case| {
+            case.attributed
+                .iter()
+                .map(move |seen| (case.name.as_str(), seen))
+        })
+        .filter(|(_, seen)| !failed.contains(seen.invariant.as_str()))
+        .map(|(name, seen)| (name, seen.invariant.as_str(), seen.message.as_str()))
+        .collect()
 }
 
 /// Each case name of `cases` with its result: `Some` for a name with
@@ -480,6 +510,16 @@ impl Report {
             json.push('\n');
             json
         })
+    }
+
+    /// The decided share of the report's cases (pass or failing), with the
+    /// others counted by reason ([`commcheck::runner::decided`]).
+    pub fn decided(&self) -> commcheck::runner::decided::Tally {
+        commcheck::runner::decided::Tally::of(
+            self.cases
+                .iter()
+                .map(|case| (case.verdict, case.message.as_deref())),
+        )
     }
 
     /// How many cases have `status`.

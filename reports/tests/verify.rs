@@ -339,3 +339,44 @@ fn failing_invariants_carry_their_text_and_verify_checks_it() {
     let extra = edit(&text, |v| v["invariants"]["SUM-1"] = "x".into());
     assert_mentions(&problems(&extra), &["invariants.SUM-1", "no case fails it"]);
 }
+
+/// Nothing seen is lost: a violation a case recorded for another invariant
+/// keeps the report at level `none` unless a case of that invariant failed;
+/// the summary marks it; a failing case of that invariant resolves it.
+#[test]
+fn an_attributed_violation_that_fails_no_case_blocks_certification() {
+    use commcheck::Attributed;
+    use commcheck_report::{unresolved_attributions, Expectations};
+    let seen = Attributed {
+        invariant: "CAN-5".to_owned(),
+        message: "all_reduce_sum: teardown unfinished, seen while checking SUM-1".to_owned(),
+    };
+    let with_attribution = |can_verdict: Verdict| {
+        let verdicts = [
+            ("RET-6", Subject::Submit, Verdict::Pass),
+            ("SUM-1", SUM, Verdict::Pass),
+            ("CAN-5", SUM, can_verdict),
+        ];
+        let mut results = results(&verdicts);
+        results.cases[1].attributed.push(seen.clone());
+        let must_pass = verdicts
+            .iter()
+            .map(|(id, s, _)| format!("{id}::{s}"))
+            .collect();
+        commcheck_report::Report::build(&results, must_pass, &Expectations::none(), environment())
+    };
+    let lost = with_attribution(Verdict::Pass);
+    assert_eq!(lost.level, Level::None);
+    assert_eq!(unresolved_attributions(&lost.cases).len(), 1);
+    let text = json(&lost);
+    assert!(problems(&text).is_empty(), "{:?}", problems(&text));
+    let summary = commcheck_report::markdown::render(&lost);
+    assert!(summary.contains("blocks certification"), "{summary}");
+    // Claiming a level the attribution blocks is named by verify.
+    let claimed = edit(&text, |v| v["level"] = "full".into());
+    assert_mentions(&problems(&claimed), &["level:", "`full`", "`none`"]);
+    // A failing case of the attributed invariant resolves it.
+    let resolved = with_attribution(Verdict::Fail);
+    assert!(unresolved_attributions(&resolved.cases).is_empty());
+    assert_eq!(resolved.level, Level::Core);
+}

@@ -13,6 +13,7 @@
 //! directory ([`records`]), so that the records of any runner merge into one
 //! run.
 
+pub mod decided;
 mod isolation;
 pub mod records;
 pub mod results;
@@ -519,6 +520,7 @@ pub(crate) fn report(
             println!("{line}");
         }
     };
+    say(format!("commcheck {}", results.decided()));
     for line in results.family_summary() {
         say(format!("commcheck {line}"));
     }

@@ -183,6 +183,16 @@ pub struct RunResults {
 }
 
 impl RunResults {
+    /// The decided share: cases with a verdict about their invariant, and
+    /// why the others have none (see [`crate::runner::decided`]).
+    pub fn decided(&self) -> crate::runner::decided::Tally {
+        crate::runner::decided::Tally::of(
+            self.cases
+                .iter()
+                .map(|case| (case.verdict, case.message.as_deref())),
+        )
+    }
+
     /// One summary line per family: counts by verdict.
     pub fn family_summary(&self) -> Vec<String> {
         crate::spec::FAMILIES

@@ -383,12 +383,14 @@ impl<'c, 'w, H: Harness> Round<'c, 'w, H> {
             None
         };
         let mut pending = driver.pending(ctx)?;
+        let inputs = pending.submitted.input_probes.len();
         let probes = take_probes(&mut pending.submitted);
         // The caller keeps no handle on the outputs either.
         drop(pending.submitted.verify.take());
         let held = !setup.fault || setup.hold || driver.pending == PendingVia::Hold;
         if held {
-            super::retained_at_submission(&probes, driver.subject)?;
+            let certain = hold.is_some() || driver.pending != PendingVia::Lazy;
+            super::retained_at_submission(ctx, &probes, inputs, driver.subject, certain)?;
         }
         let observer = ctx.optional_observer(pending.submitted.completion.as_ref());
         let completion = std::mem::replace(&mut pending.submitted.completion, stand_in);

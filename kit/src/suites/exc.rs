@@ -588,9 +588,11 @@ fn an_error_is_not_release<H: Harness>(ctx: &RankCtx<'_, H>, driver: Driver<H>) 
     let subject = driver.subject;
     let lane = fork_one_lane(ctx)?;
     let mut faulted = Faulted::submit(ctx, driver, std::borrow::Borrow::borrow(&lane))?;
+    let inputs = faulted.pending.submitted.input_probes.len();
     let probes = take_probes(&mut faulted.pending.submitted);
     drop(faulted.pending.submitted.verify.take());
-    super::retained_at_submission(&probes, subject)?;
+    let certain = driver.pending != crate::matrix::PendingVia::Lazy;
+    super::retained_at_submission(ctx, &probes, inputs, subject, certain)?;
     let Some(error) = faulted.error_while_held(subject)? else {
         faulted.release_and_finish(subject)?;
         ctx.note(format!(

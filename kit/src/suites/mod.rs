@@ -216,20 +216,55 @@ pub(crate) fn require_probes(probes: &[Probe], what: &str) -> Check {
 }
 
 /// Checks, right after a submission whose work the kit keeps from running,
-/// that every probed storage is still allocated. One that is already freed
-/// was never retained (RET-1, RET-3, RET-5 answer for that): a check about
-/// what happens *later* (an error, a deadline, a drop) has nothing to say.
-pub(crate) fn retained_at_submission(probes: &[Probe], subject: Subject) -> Check {
-    let freed = probes.iter().filter(|probe| !probe.is_live()).count();
-    if freed == 0 {
-        Ok(())
-    } else {
-        Err(crate::check::setup(format!(
-            "{subject}: {freed} of {} probed storages were already freed right after submission, before anything \
-             this check provokes (retention at submission is RET-1/RET-3/RET-5's business)",
-            probes.len()
-        )))
+/// that every probed storage is still allocated (`probes`: the first
+/// `inputs` are the inputs', the rest the outputs'). One that is already
+/// freed was never retained: a check about what happens *later* (an error, a
+/// deadline, a drop) has nothing to say, so the attempt is inconclusive. When
+/// the work was `certainly_pending` (held, or waiting for a late peer: seen,
+/// not guessed), the free is a violation of the retention invariant, recorded
+/// for it (RET-1 for local inputs, RET-3 for an operation's inputs, RET-5 for
+/// outputs), so it is never lost.
+pub(crate) fn retained_at_submission<H: Harness>(
+    ctx: &RankCtx<'_, H>,
+    probes: &[Probe],
+    inputs: usize,
+    subject: Subject,
+    certainly_pending: bool,
+) -> Check {
+    let (input_probes, output_probes) = probes.split_at(inputs.min(probes.len()));
+    let freed = |probes: &[Probe]| probes.iter().filter(|probe| !probe.is_live()).count();
+    let (freed_inputs, freed_outputs) = (freed(input_probes), freed(output_probes));
+    if freed_inputs + freed_outputs == 0 {
+        return Ok(());
     }
+    if certainly_pending {
+        let input_id = if local(subject) { "RET-1" } else { "RET-3" };
+        for (id, count, total, what) in [
+            (input_id, freed_inputs, input_probes.len(), "input"),
+            ("RET-5", freed_outputs, output_probes.len(), "output"),
+        ] {
+            if count > 0 {
+                ctx.attribute(
+                    id,
+                    format!(
+                        "{subject}: {count} of {total} {what} storage(s) were freed right after submission, while \
+                         the work was still pending (held, or waiting for a late peer) and the caller held no handle"
+                    ),
+                );
+            }
+        }
+    }
+    Err(crate::check::setup(format!(
+        "{subject}: {} of {} probed storages were already freed right after submission, before anything \
+         this check provokes (retention at submission is RET-1/RET-3/RET-5's business{})",
+        freed_inputs + freed_outputs,
+        probes.len(),
+        if certainly_pending {
+            ", and it is recorded for them"
+        } else {
+            ""
+        }
+    )))
 }
 
 /// Whether every probe reports live storage.
