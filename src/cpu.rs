@@ -8,7 +8,7 @@ use commcheck::{
 };
 use commcheck_cpu::{
     CompletionObserver, CpuBackend, CpuCompletion, CpuDevice, CpuExecutor, CpuGroup, CpuRoute,
-    CpuTensor, Defect, Fabric, Phase,
+    CpuTensor, Defect, Fabric, Personality, Phase,
 };
 use eredu_runtime::CommunicationRouteId;
 use std::collections::HashMap;
@@ -22,7 +22,22 @@ pub struct CpuHarness {
     instruments: Instruments,
     sizes: WorldSizes,
     processes: Option<Arc<CpuProcesses>>,
+    personality: Personality,
+    /// Whether [`Harness::second_handle`] clones completions (not for the
+    /// `no-clone` personality).
+    clones: bool,
 }
+
+/// The personalities [`CpuHarness::with_personality`] knows: the backend's
+/// ([`Personality`]), and `no-clone`, completions used as if they were not
+/// `Clone` (the harness offers no second handle).
+pub const PERSONALITIES: [&str; 5] = [
+    "lazy",
+    "eager",
+    "collectives-cancel",
+    "unstoppable",
+    "no-clone",
+];
 
 /// The CPU backend's transport between the processes of a launch, shared
 /// by every [`CpuHarness`] of the process (see [`CpuHarness::across`]).
@@ -79,6 +94,58 @@ impl CpuHarness {
             instruments: Instruments::ALL,
             sizes: WorldSizes::Any,
             processes: None,
+            personality: Personality::Lazy,
+            clones: true,
+        }
+    }
+
+    /// The backend with the personality named `name` (one of
+    /// [`PERSONALITIES`]; see [`commcheck_cpu::personality`]): an honest
+    /// design that differs from the default. An unknown name is an error
+    /// naming it. `collectives-cancel` makes `supports_cancellation(NativeCancel)`
+    /// answer `false` for the rest of the process, and is an error once it
+    /// answered `true`: choose it before anything runs.
+    ///
+    /// ```
+    /// use commcheck_reference::cpu::CpuHarness;
+    ///
+    /// let eager = CpuHarness::new().with_personality("eager").unwrap();
+    /// let error = CpuHarness::new().with_personality("eagre").unwrap_err();
+    /// assert!(error.to_string().contains("`eagre`"), "{error}");
+    /// ```
+    pub fn with_personality(self, name: &str) -> Result<Self, HarnessError> {
+        if name == "no-clone" {
+            return Ok(Self {
+                clones: false,
+                ..self
+            });
+        }
+        let personality: Personality = name.parse().map_err(|_| {
+            HarnessError(format!(
+                "unknown CPU harness personality `{name}`: expected one of {}",
+                PERSONALITIES
+                    .iter()
+                    .map(|p| format!("`{p}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+        })?;
+        if personality == Personality::CollectivesCancel {
+            commcheck_cpu::personality::restrict_native_cancel_to_collectives()
+                .map_err(HarnessError::new)?;
+        }
+        Ok(Self {
+            personality,
+            ..self
+        })
+    }
+
+    /// The personality's name (`lazy` by default).
+    pub fn personality(&self) -> &'static str {
+        if self.clones {
+            self.personality.name()
+        } else {
+            "no-clone"
         }
     }
 
@@ -123,8 +190,8 @@ impl CpuHarness {
         Self { sizes, ..self }
     }
 
-    fn device(&self, ranks: usize) -> CpuDevice {
-        match (&self.processes, self.defect) {
+    fn device(&self, ranks: usize) -> Result<CpuDevice, HarnessError> {
+        let device = match (&self.processes, self.defect) {
             (Some(processes), defect) if ranks > 1 => CpuDevice::spanning(
                 Arc::clone(&processes.fabric),
                 processes.next_world(ranks),
@@ -132,7 +199,10 @@ impl CpuHarness {
             ),
             (_, Some(defect)) => CpuDevice::with_defect(defect),
             (_, None) => CpuDevice::new(),
-        }
+        };
+        device
+            .with_personality(self.personality)
+            .map_err(|p| HarnessError(format!("a new device did not take the {p} personality")))
     }
 }
 
@@ -171,21 +241,23 @@ impl Harness for CpuHarness {
     type Route = CpuRoute;
 
     fn identity(&self) -> Identity {
+        let mut device = match &self.processes {
+            None => "host CPU, threads as ranks".to_owned(),
+            Some(p) => format!(
+                "host CPU, one rank per process ({} processes)",
+                p.fabric.size()
+            ),
+        };
+        if self.personality() != "lazy" {
+            device.push_str(&format!(", personality {}", self.personality()));
+        }
+        if let Some(defect) = self.defect {
+            device.push_str(&format!(", defect {defect}"));
+        }
         Identity {
             name: "commcheck-cpu".into(),
             version: env!("CARGO_PKG_VERSION").into(),
-            device: match (&self.processes, self.defect) {
-                (None, Some(defect)) => format!("host CPU, threads as ranks, defect {defect}"),
-                (None, None) => "host CPU, threads as ranks".into(),
-                (Some(p), Some(defect)) => format!(
-                    "host CPU, one rank per process ({} processes), defect {defect}",
-                    p.fabric.size()
-                ),
-                (Some(p), None) => format!(
-                    "host CPU, one rank per process ({} processes)",
-                    p.fabric.size()
-                ),
-            },
+            device,
         }
     }
 
@@ -220,7 +292,7 @@ impl Harness for CpuHarness {
             )));
         }
         Ok(CpuWorld {
-            device: self.device(ranks),
+            device: self.device(ranks)?,
             size: ranks,
         })
     }
@@ -337,7 +409,7 @@ impl Harness for CpuHarness {
     }
 
     fn second_handle(&self, completion: &CpuCompletion) -> Option<CpuCompletion> {
-        Some(completion.clone())
+        self.clones.then(|| completion.clone())
     }
 
     fn observer(&self, completion: CompletionRef<'_, Self>) -> Option<Observer> {

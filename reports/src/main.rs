@@ -160,6 +160,15 @@ struct CertifyArgs {
     /// The bundled backend to certify (cpu)
     #[arg(value_name = "backend")]
     backend: String,
+    /// The CPU backend's personality: lazy (the default), eager,
+    /// collectives-cancel, unstoppable or no-clone (honest designs that
+    /// differ from the default; see commcheck_cpu::personality)
+    #[arg(long, value_name = "NAME", default_value = "lazy")]
+    personality: String,
+    /// Certify the CPU backend as a harness with no instruments would
+    /// (black-box evidence only: the level to expect is core)
+    #[arg(long)]
+    no_instruments: bool,
     #[command(flatten)]
     output: OutputArgs,
 }
@@ -314,9 +323,9 @@ fn run_certify(args: &CertifyArgs) -> Result<ExitCode, Usage> {
     let output = args.output.prepare()?;
     #[cfg(all(feature = "mpi", feature = "cpu"))]
     if commcheck::processes::Processes::launched() {
-        return certify_across_processes(&args.backend, &output);
+        return certify_across_processes(&args.backend, args, &output);
     }
-    let certification = certify_bundled(&args.backend, &output.options)?;
+    let certification = certify_bundled(&args.backend, args, &output.options)?;
     finish(certification, &output)
 }
 
@@ -378,23 +387,34 @@ fn finish(
 #[cfg(feature = "cpu")]
 fn certify_bundled(
     backend: &str,
+    args: &CertifyArgs,
     options: &CertifyOptions,
 ) -> Result<commcheck_report::Certification, Usage> {
     match backend {
-        "cpu" => commcheck_report::certify(
-            commcheck_reference::cpu::CpuHarness::new(),
-            |_| true,
-            options,
-        )
-        .map_err(|error| Usage(format!("certify: {error}"))),
+        "cpu" => commcheck_report::certify(cpu_harness(args)?, |_| true, options)
+            .map_err(|error| Usage(format!("certify: {error}"))),
         other => Err(unknown_backend(other)),
     }
+}
+
+/// The CPU harness `args` ask for (an unknown personality is a usage error).
+#[cfg(feature = "cpu")]
+fn cpu_harness(args: &CertifyArgs) -> Result<commcheck_reference::cpu::CpuHarness, Usage> {
+    let harness = commcheck_reference::cpu::CpuHarness::new()
+        .with_personality(&args.personality)
+        .map_err(|error| Usage(format!("certify: --personality: {}", error.0)))?;
+    Ok(if args.no_instruments {
+        harness.with_instruments(commcheck::Instruments::NONE)
+    } else {
+        harness
+    })
 }
 
 /// Without the `cpu` feature no backend is bundled.
 #[cfg(not(feature = "cpu"))]
 fn certify_bundled(
     backend: &str,
+    _args: &CertifyArgs,
     _options: &CertifyOptions,
 ) -> Result<commcheck_report::Certification, Usage> {
     Err(unknown_backend(backend))
@@ -418,23 +438,22 @@ fn unknown_backend(name: &str) -> Usage {
 /// the ranks of every world are the launch's processes; rank 0 writes (and
 /// signs).
 #[cfg(all(feature = "mpi", feature = "cpu"))]
-fn certify_across_processes(backend: &str, output: &Output) -> Result<ExitCode, Usage> {
+fn certify_across_processes(
+    backend: &str,
+    args: &CertifyArgs,
+    output: &Output,
+) -> Result<ExitCode, Usage> {
     use commcheck::processes::Processes;
-    use commcheck_reference::cpu::{CpuHarness, CpuProcesses};
+    use commcheck_reference::cpu::CpuProcesses;
     if backend != "cpu" {
         return Err(unknown_backend(backend));
     }
+    let harness = cpu_harness(args)?;
     let processes = Processes::from_mpi().map_err(|error| Usage(format!("certify: {error}")))?;
     let code = match CpuProcesses::connect(&processes)
         .map_err(|error| commcheck_report::CertifyError(error.0))
-        .and_then(|cpu| {
-            certify_across(
-                &processes,
-                CpuHarness::new().across(&cpu),
-                |_| true,
-                &output.options,
-            )
-        }) {
+        .and_then(|cpu| certify_across(&processes, harness.across(&cpu), |_| true, &output.options))
+    {
         Ok(Some(certification)) => finish(certification, output).unwrap_or_else(|Usage(error)| {
             eprintln!("commcheck-report: {error}");
             ExitCode::from(2)

@@ -316,8 +316,11 @@ fn resources_releasable(core: &Core, device: &CpuDevice, drains: bool) -> bool {
 }
 
 impl BoundedCompletion for CpuCompletion {
-    fn supports_cancellation(_: CompletionCancellationMode) -> bool {
-        true
+    /// Both modes, except `NativeCancel` in a process of the
+    /// [`crate::Personality::CollectivesCancel`] personality.
+    fn supports_cancellation(mode: CompletionCancellationMode) -> bool {
+        mode == CompletionCancellationMode::QuarantineUntilComplete
+            || crate::personality::transfers_cancel()
     }
 
     fn wait_bounded(
@@ -365,6 +368,17 @@ impl BoundedCompletion for CpuCompletion {
         // Recorded before the disposition, so other handles see it for the
         // whole NativeCancel teardown too (the EXC-8 defect reads it).
         self.core.mark_deadline_passed();
+        if mode == CompletionCancellationMode::NativeCancel
+            && self.operation == "send_receive"
+            && !crate::personality::transfers_cancel()
+        {
+            // A transfer of the collectives-cancel personality: never dropped
+            // live, quarantined instead, and the unsupported policy refused.
+            self.dispose(CompletionCancellationMode::QuarantineUntilComplete);
+            return Err(CpuError::NativeCancelUnsupported {
+                operation: self.operation,
+            });
+        }
         let after = self.dispose(mode);
         if after.phase == Phase::Completed && after.error.is_none() {
             // The work finished during teardown: it completed exactly.

@@ -14,6 +14,7 @@ use crate::executor::CpuExecutor;
 use crate::fabric::{Fabric, Span};
 use crate::group::{CpuGroup, GroupShared};
 use crate::ledger::{Kind, Ledger, LedgerSnapshot, StorageId};
+use crate::personality::Personality;
 use crate::route::{CpuRoute, RouteShared};
 use crate::sync::rt::{AtomicU64, Mutex, MutexGuard};
 use crate::tensor::CpuTensor;
@@ -21,6 +22,7 @@ use crate::tensor::CpuTensor;
 struct DeviceShared {
     ledger: Arc<Ledger>,
     defect: Option<Defect>,
+    personality: Personality,
     next_id: AtomicU64,
     quarantine: Mutex<Vec<Arc<Core>>>,
     leaked: Mutex<Vec<Retained>>,
@@ -103,6 +105,7 @@ impl CpuDevice {
             shared: Arc::new(DeviceShared {
                 ledger: Arc::new(Ledger::default()),
                 defect,
+                personality: Personality::Lazy,
                 next_id: AtomicU64::new(1),
                 quarantine: Mutex::new(Vec::new()),
                 leaked: Mutex::new(Vec::new()),
@@ -275,6 +278,35 @@ impl CpuDevice {
     /// Liveness probe: is the storage with this id still allocated?
     pub fn storage_live(&self, id: StorageId) -> bool {
         self.shared.ledger.storage_live(id)
+    }
+
+    /// This device with `personality` (see [`Personality`]), set before any
+    /// use: a device already shared (cloned, or with executors) keeps its
+    /// own, and the personality is returned as the error.
+    /// [`Personality::CollectivesCancel`] is a setting of the process too:
+    /// see [`crate::personality::restrict_native_cancel_to_collectives`].
+    ///
+    /// ```
+    /// use commcheck_cpu::{CpuDevice, Personality};
+    ///
+    /// let device = CpuDevice::new().with_personality(Personality::Eager).unwrap();
+    /// assert_eq!(device.personality(), Personality::Eager);
+    /// ```
+    pub fn with_personality(mut self, personality: Personality) -> Result<Self, Personality> {
+        let Some(shared) = Arc::get_mut(&mut self.shared) else {
+            return Err(personality);
+        };
+        let Some(ledger) = Arc::get_mut(&mut shared.ledger) else {
+            return Err(personality);
+        };
+        ledger.set_eager(personality == Personality::Eager);
+        shared.personality = personality;
+        Ok(self)
+    }
+
+    /// The device's personality.
+    pub fn personality(&self) -> Personality {
+        self.shared.personality
     }
 
     pub(crate) fn has(&self, defect: Defect) -> bool {

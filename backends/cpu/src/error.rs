@@ -65,6 +65,18 @@ pub enum CpuError {
         /// Operation that was cancelled.
         operation: &'static str,
     },
+    /// `NativeCancel` was asked of work that cannot be cancelled natively
+    /// (a transfer under [`crate::Personality::CollectivesCancel`], where
+    /// `supports_cancellation(NativeCancel)` is `false`): the live work was
+    /// quarantined instead, and the policy is refused.
+    #[error(
+        "{operation}: NativeCancel is not supported for this work (supports_cancellation(NativeCancel) is \
+         false); the live work was quarantined until it completes"
+    )]
+    NativeCancelUnsupported {
+        /// Operation whose bounded wait was refused.
+        operation: &'static str,
+    },
     /// The executor was destroyed while work was still queued on it.
     #[error("{operation}: executor {executor} was destroyed with this work still queued")]
     ExecutorGone {

@@ -71,6 +71,10 @@ pub(crate) struct WorkItem {
     core: Arc<Core>,
     operation: &'static str,
     work: Work,
+    /// Whether a `NativeCancel` request stops the body once it runs (local
+    /// work of the [`crate::Personality::Unstoppable`] device runs to its end;
+    /// queued work is always cancellable).
+    stoppable: bool,
 }
 
 impl WorkItem {
@@ -87,12 +91,13 @@ pub(crate) struct WorkCtx<'a> {
     core: &'a Core,
     operation: &'static str,
     fault: Option<CpuError>,
+    stoppable: bool,
 }
 
 impl WorkCtx<'_> {
-    /// Whether a `NativeCancel` teardown was requested.
+    /// Whether a `NativeCancel` teardown was requested (and stops this body).
     pub(crate) fn cancelled(&self) -> bool {
-        self.core.cancel_requested()
+        self.stoppable && self.core.cancel_requested()
     }
 
     /// `Err(Cancelled)` once cancellation was requested.
@@ -289,6 +294,7 @@ impl Lane {
             core,
             operation,
             work: Work { body, abort },
+            stoppable,
         } = item;
         let fault = if take_flag(&self.fault_next) {
             let error = CpuError::InjectedFault {
@@ -317,17 +323,20 @@ impl Lane {
             core: &core,
             operation,
             fault,
+            stoppable,
         };
-        let outcome = match ctx.checkpoint() {
-            Err(cancelled) => {
+        let outcome = match core.cancel_requested() {
+            true => {
                 if let Some(abort) = abort {
                     abort("it was cancelled before its body ran");
                 }
-                Err(cancelled)
+                Err(CpuError::Cancelled { operation })
             }
-            Ok(()) => match catch_unwind(AssertUnwindSafe(|| {
-                // Lazy values the body evaluates observe this item's cancellation.
-                let _scope = cancel::enter(CancelToken::new(Arc::clone(&core), operation));
+            false => match catch_unwind(AssertUnwindSafe(|| {
+                // Lazy values the body evaluates observe this item's
+                // cancellation, unless the body cannot be stopped.
+                let _scope = stoppable
+                    .then(|| cancel::enter(CancelToken::new(Arc::clone(&core), operation)));
                 body(&ctx)
             })) {
                 Ok(outcome) => outcome,
@@ -617,6 +626,8 @@ impl CpuExecutor {
             core: Arc::clone(&core),
             operation,
             work: build(),
+            stoppable: kind == WorkKind::Communication
+                || device.personality() != crate::Personality::Unstoppable,
         };
         let completion = CpuCompletion::new(core, device.clone(), operation);
         if kind == WorkKind::Communication && device.has(Defect::LazyLaunch) {

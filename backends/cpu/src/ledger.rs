@@ -53,9 +53,22 @@ pub(crate) struct Ledger {
     groups: AtomicI64,
     routes: AtomicI64,
     pending: AtomicI64,
+    /// Tensor memory of an eager device is filled when allocated
+    /// ([`crate::Personality::Eager`]): set once, before the device is shared.
+    eager: bool,
 }
 
 impl Ledger {
+    /// Whether tensor operations on this device compute when called.
+    pub(crate) fn eager(&self) -> bool {
+        self.eager
+    }
+
+    /// Makes the device eager (before it is shared).
+    pub(crate) fn set_eager(&mut self, eager: bool) {
+        self.eager = eager;
+    }
+
     pub(crate) fn storage_allocated(&self) -> StorageId {
         let id = self.next_storage.fetch_add(1, Ordering::Relaxed) as u64 + 1;
         self.storages_set().insert(id);

@@ -129,6 +129,7 @@ mod layout;
 mod ledger;
 mod neural;
 mod ops;
+pub mod personality;
 mod route;
 mod sync;
 mod tensor;
@@ -143,6 +144,7 @@ pub use crate::fabric::Fabric;
 pub use crate::group::CpuGroup;
 pub use crate::ledger::{LedgerSnapshot, StorageId};
 pub use crate::ops::CpuAgreement;
+pub use crate::personality::Personality;
 pub use crate::route::{CpuRoute, WireMessage};
 pub use crate::tensor::CpuTensor;
 

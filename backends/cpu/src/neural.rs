@@ -97,7 +97,10 @@ fn split_at_axis(extents: &[usize], axis: usize) -> (usize, usize, usize) {
     (outer, extent, inner)
 }
 
-/// Builds a deferred result after checking that its shape is valid.
+/// Builds a deferred result after checking that its shape is valid. On an
+/// eager device ([`crate::Personality::Eager`]) the values are computed
+/// here, on the calling thread, and a failure is the call's; only a value
+/// that reads the output of communication not yet completed stays deferred.
 fn lazy(
     operation: &'static str,
     ledger: &Arc<Ledger>,
@@ -105,6 +108,13 @@ fn lazy(
     compute: impl Fn() -> Result<Vec<f32>, CpuError> + Send + 'static,
 ) -> Result<CpuTensor, CpuError> {
     element_count(operation, &shape)?;
+    if ledger.eager() {
+        match compute() {
+            Ok(values) => return Ok(CpuTensor::sharing(ledger, shape, Arc::new(values))),
+            Err(CpuError::NotMaterialised { .. }) => {}
+            Err(error) => return Err(error),
+        }
+    }
     Ok(CpuTensor::deferred(ledger, shape, compute))
 }
 
