@@ -45,7 +45,8 @@ pub(crate) fn catalogue_within<H: Harness>(harness: &H, processes: Option<usize>
         None => "in one process".to_owned(),
         Some(n) => format!("across the launcher's {n} process(es)"),
     };
-    let local = matrix::local_pending(instruments);
+    let peer_fed = claims.feed().is_some() && sizes.contains(2);
+    let local = matrix::local_pending(instruments, peer_fed);
     let mut drivers = vec![
         matrix::local_dependencies_driver::<H>(local),
         matrix::submit_driver::<H>(local),

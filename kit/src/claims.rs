@@ -29,6 +29,8 @@ struct Claimed<H: Harness> {
     /// The sequence model's parameterised submission, for the operations
     /// that have parameters worth varying.
     vary: Option<Vary<H>>,
+    /// The sum reduction's feed (the `all_reduce_sum` claim only).
+    feed: Option<matrix::Feed<H>>,
 }
 
 impl<H: Harness> std::fmt::Debug for Claims<H> {
@@ -62,8 +64,19 @@ impl<H: Harness> Claims<H> {
         vary: Option<Vary<H>>,
     ) -> Self {
         self.claimed.retain(|c| c.driver.subject != driver.subject);
-        self.claimed.push(Claimed { driver, rows, vary });
+        self.claimed.push(Claimed {
+            driver,
+            rows,
+            vary,
+            feed: None,
+        });
         self
+    }
+
+    /// The sum reduction that feeds peer-fed local work
+    /// ([`matrix::PendingVia::PeerFed`]), when `all_reduce_sum` is claimed.
+    pub(crate) fn feed(&self) -> Option<matrix::Feed<H>> {
+        self.claimed.iter().find_map(|c| c.feed)
     }
 
     /// The completion-matrix drivers of the claimed operations.
@@ -90,7 +103,11 @@ impl<H: Harness> Claims<H> {
     where
         Backend<H>: SumReductionBackend,
     {
-        self.with(matrix::all_reduce_sum::<H>(), suites::sum::rows::<H>)
+        let mut claims = self.with(matrix::all_reduce_sum::<H>(), suites::sum::rows::<H>);
+        if let Some(sum) = claims.claimed.last_mut() {
+            sum.feed = Some(matrix::sum_feed::<H>());
+        }
+        claims
     }
 
     /// Claims `EvenGatherBackend`.

@@ -82,6 +82,12 @@ pub(crate) enum PendingVia {
     Lazy,
     /// Every rank but the subject submits late.
     LatePeer,
+    /// Local work (a local subject) on the output of a sum reduction whose
+    /// late peer has not joined: black-box, and pending for as long as the
+    /// kit keeps the peer out, with no guess of how long any work takes.
+    /// Used for local subjects of a harness without the hold that claims
+    /// `all_reduce_sum` and builds worlds of two ranks.
+    PeerFed,
 }
 
 impl PendingVia {
@@ -92,8 +98,14 @@ impl PendingVia {
                 hold: true,
                 ..crate::Instruments::NONE
             },
-            Self::Lazy | Self::LatePeer => crate::Instruments::NONE,
+            Self::Lazy | Self::LatePeer | Self::PeerFed => crate::Instruments::NONE,
         }
+    }
+
+    /// Whether late peers keep the work pending (the subject is an
+    /// operation, or local work fed by one).
+    pub(crate) fn late_peers(self) -> bool {
+        matches!(self, Self::LatePeer | Self::PeerFed)
     }
 }
 
@@ -104,6 +116,9 @@ pub(crate) enum Load {
     Light,
     /// Lazy tensor work that keeps the submission pending for a while.
     Heavy,
+    /// The output of a sum reduction (local subjects of a
+    /// [`PendingVia::PeerFed`] driver).
+    Fed,
 }
 
 /// Either kind of completion, behind one interface.
@@ -212,6 +227,12 @@ pub(crate) struct Submitted<H: Harness> {
     /// operation before its late peer joined, which is that operation's own
     /// violation, not one of the check that relied on it).
     pub(crate) watch: Option<crate::harness::Observer>,
+    /// Peer-fed local work: the completion of the sum reduction whose output
+    /// it evaluates, kept (not dropped) while the kit observes the work, so
+    /// that a backend's fault in dropping completions (RET-4) cannot pass for
+    /// one of the local work's.
+    #[allow(dead_code, reason = "held, never read")]
+    pub(crate) feeder: Option<Handle<H>>,
 }
 
 /// Lazy work's known while: until when it is certainly pending, and about
@@ -399,9 +420,18 @@ impl<H: Harness> Driver<H> {
     ) -> Result<Pending<'c, 'w, H>, Finding> {
         let load = match self.pending {
             PendingVia::Lazy => Load::Heavy,
-            PendingVia::Hold | PendingVia::LatePeer => Load::Light,
+            _ => self.light(),
         };
         self.submit_pending(ctx, executor, load)
+    }
+
+    /// The load of a submission that need not stay pending on its own: light
+    /// values, or (peer-fed local work) the reduction the late peers join.
+    fn light(&self) -> Load {
+        match self.pending {
+            PendingVia::PeerFed => Load::Fed,
+            PendingVia::Hold | PendingVia::Lazy | PendingVia::LatePeer => Load::Light,
+        }
     }
 
     /// The subject's side for a check that releases the work at once and
@@ -411,7 +441,7 @@ impl<H: Harness> Driver<H> {
         &self,
         ctx: &'c RankCtx<'w, H>,
     ) -> Result<Pending<'c, 'w, H>, Finding> {
-        self.submit_pending(ctx, ctx.executor(), Load::Light)
+        self.submit_pending(ctx, ctx.executor(), self.light())
     }
 
     fn submit_pending<'c, 'w>(
@@ -438,7 +468,7 @@ impl<H: Harness> Driver<H> {
     ) -> Result<Pending<'c, 'w, H>, Finding> {
         let hold = match self.pending {
             PendingVia::Hold => Some(ctx.hold(executor)?),
-            PendingVia::Lazy | PendingVia::LatePeer => None,
+            PendingVia::Lazy | PendingVia::LatePeer | PendingVia::PeerFed => None,
         };
         let round = ctx.rounds.get();
         ctx.rounds.set(round + 1);
@@ -461,7 +491,7 @@ impl<H: Harness> Driver<H> {
             let next = join(round);
             match ctx.await_any_signal(&[&next, DONE], slack::RELEASE * 4) {
                 Some(0) => {
-                    let submitted = (self.submit)(ctx, ctx.executor(), Load::Light)?;
+                    let submitted = (self.submit)(ctx, ctx.executor(), self.light())?;
                     // Keep this rank's part until it completes, or until the
                     // subject moves on (a next round, or done): a round that
                     // never completes must not hold up the next one.
@@ -482,9 +512,10 @@ impl<H: Harness> Driver<H> {
         Ok(())
     }
 
-    /// Submits on the rank's executor without keeping anything pending.
+    /// Submits on the rank's executor without keeping anything pending
+    /// (operation subjects: every rank submits).
     pub(crate) fn submit(&self, ctx: &RankCtx<'_, H>) -> Result<Submitted<H>, Finding> {
-        (self.submit)(ctx, ctx.executor(), Load::Light)
+        (self.submit)(ctx, ctx.executor(), self.light())
     }
 
     /// Runs `subject` on rank 0 and the late-peer role on every other rank.
@@ -570,19 +601,59 @@ pub(crate) fn attribute_value<H: Harness>(
     }
 }
 
-/// The input of a local submission: small materialised values, or lazy
-/// work (with until when it is certainly pending, and how long it takes).
+/// The input of a local submission: small materialised values, lazy work
+/// (with until when it is certainly pending, and how long it takes), or the
+/// output of a sum reduction (with its completion, kept until the local
+/// work is done with).
+#[allow(clippy::type_complexity)]
 fn local_input<H: Harness>(
     ctx: &RankCtx<'_, H>,
     executor: &crate::harness::Executor<H>,
     load: Load,
-) -> Result<(crate::harness::Tensor<H>, Option<LazyWindow>), Finding> {
+) -> Result<
+    (
+        crate::harness::Tensor<H>,
+        Option<LazyWindow>,
+        Option<Handle<H>>,
+    ),
+    Finding,
+> {
     match load {
-        Load::Light => Ok((ctx.tensor(&values(ctx.rank(), 4), &[4])?, None)),
+        Load::Light => Ok((ctx.tensor(&values(ctx.rank(), 4), &[4])?, None, None)),
         Load::Heavy => {
             let heavy = crate::lazy::heavy(ctx, executor)?;
-            Ok((heavy.tensor, Some((heavy.pending_until, heavy.takes))))
+            Ok((heavy.tensor, Some((heavy.pending_until, heavy.takes)), None))
         }
+        Load::Fed => {
+            let feed = ctx.harness().claims().feed().ok_or_else(|| {
+                Finding::Harness("a peer-fed local driver without a claimed sum reduction".into())
+            })?;
+            let (completion, output) = feed(ctx, executor)?;
+            Ok((output, None, Some(completion)))
+        }
+    }
+}
+
+/// Submits a sum reduction of standard values on `executor`: its
+/// completion and its output (the input of peer-fed local work).
+pub(crate) type Feed<H> = fn(
+    &RankCtx<'_, H>,
+    &crate::harness::Executor<H>,
+) -> Result<(Handle<H>, crate::harness::Tensor<H>), Finding>;
+
+/// The [`Feed`] of a backend that implements sum reduction.
+pub(crate) fn sum_feed<H: Harness>() -> Feed<H>
+where
+    Backend<H>: SumReductionBackend,
+{
+    |ctx, executor| {
+        let input = ctx.tensor(&values(ctx.rank(), 4), &[4])?;
+        let submission = Backend::<H>::all_reduce_sum(input, ctx.group(), executor)
+            .map_err(|e| failed(ctx, Operation::AllReduceSum, e))?;
+        Ok((
+            Handle::Communication(submission.completion),
+            submission.output,
+        ))
     }
 }
 
@@ -591,7 +662,7 @@ fn local_dependencies<H: Harness>(
     executor: &crate::harness::Executor<H>,
     load: Load,
 ) -> Result<Submitted<H>, Finding> {
-    let (input, lazy) = local_input(ctx, executor, load)?;
+    let (input, lazy, feeder) = local_input(ctx, executor, load)?;
     let input_probes = probes(ctx, &[&input])?;
     let submission = Backend::<H>::submit_local_dependencies([&input], executor)
         .map_err(|e| crate::check::setup(format!("submit_local_dependencies failed: {e}")))?;
@@ -602,6 +673,7 @@ fn local_dependencies<H: Harness>(
         verify: None,
         lazy,
         watch: None,
+        feeder,
     })
 }
 
@@ -610,7 +682,7 @@ fn plain_submit<H: Harness>(
     executor: &crate::harness::Executor<H>,
     load: Load,
 ) -> Result<Submitted<H>, Finding> {
-    let (input, lazy) = local_input(ctx, executor, load)?;
+    let (input, lazy, feeder) = local_input(ctx, executor, load)?;
     let input_probes = probes(ctx, &[&input])?;
     let completion = Backend::<H>::submit(executor, [&input])
         .map_err(|e| crate::check::setup(format!("submit failed: {e}")))?;
@@ -621,15 +693,30 @@ fn plain_submit<H: Harness>(
         verify: None,
         lazy,
         watch: None,
+        feeder,
     })
 }
 
-/// How local work is kept pending for a harness: its hold, or lazy work.
-pub(crate) fn local_pending(instruments: crate::Instruments) -> PendingVia {
+/// How local work is kept pending for a harness: its hold; else the output
+/// of a sum reduction whose late peer the kit keeps out, when the backend
+/// claims `all_reduce_sum` and worlds of two ranks are built (`peer_fed`);
+/// else lazy work, the one way that rests on how long work takes.
+pub(crate) fn local_pending(instruments: crate::Instruments, peer_fed: bool) -> PendingVia {
     if instruments.hold {
         PendingVia::Hold
+    } else if peer_fed {
+        PendingVia::PeerFed
     } else {
         PendingVia::Lazy
+    }
+}
+
+/// Ranks of a local driver: two when a late peer feeds the work.
+fn local_ranks(pending: PendingVia) -> usize {
+    if pending == PendingVia::PeerFed {
+        2
+    } else {
+        1
     }
 }
 
@@ -637,7 +724,7 @@ pub(crate) fn local_pending(instruments: crate::Instruments) -> PendingVia {
 pub(crate) fn local_dependencies_driver<H: Harness>(pending: PendingVia) -> Driver<H> {
     Driver {
         subject: Subject::LocalDependencies,
-        ranks: 1,
+        ranks: local_ranks(pending),
         pending,
         submit: local_dependencies::<H>,
     }
@@ -647,7 +734,7 @@ pub(crate) fn local_dependencies_driver<H: Harness>(pending: PendingVia) -> Driv
 pub(crate) fn submit_driver<H: Harness>(pending: PendingVia) -> Driver<H> {
     Driver {
         subject: Subject::Submit,
-        ranks: 1,
+        ranks: local_ranks(pending),
         pending,
         submit: plain_submit::<H>,
     }
@@ -712,6 +799,7 @@ fn one_to_one<H: Harness>(
         )),
         lazy: None,
         watch: None,
+        feeder: None,
     })
 }
 
@@ -807,6 +895,7 @@ where
             verify: None,
             lazy: None,
             watch: None,
+            feeder: None,
         })
     })
 }
@@ -868,6 +957,7 @@ where
         verify: Some(verify),
         lazy: None,
         watch: None,
+        feeder: None,
     }
 }
 
@@ -950,6 +1040,7 @@ where
             verify: Some(verify),
             lazy: None,
             watch: None,
+            feeder: None,
         })
     })
 }

@@ -642,7 +642,7 @@ impl<'c, 'w, H: Harness> Runner<'c, 'w, H> {
         let via = match driver.pending {
             PendingVia::Hold if self.instruments.hold => Via::Hold,
             PendingVia::Hold | PendingVia::Lazy => Via::Unheld,
-            PendingVia::LatePeer => Via::LatePeer,
+            PendingVia::LatePeer | PendingVia::PeerFed => Via::LatePeer,
         };
         let what = format!("submission {}", self.model.subs.len());
         let round = self.model.rounds.len();

@@ -77,6 +77,7 @@ fn one_to_one<H: Harness>(
         )),
         lazy: None,
         watch: None,
+        feeder: None,
     })
 }
 
@@ -323,6 +324,7 @@ where
         verify: Some(verify),
         lazy: None,
         watch: None,
+        feeder: None,
     })
 }
 

@@ -179,11 +179,17 @@ fn each_claimed_mode(
 ) -> Check {
     let mut parts = Parts::default();
     let mut unclaimed = Vec::new();
+    let mut not_applied = Vec::new();
     for mode in MODES {
-        if claimed(mode) {
-            parts.run(part(mode))?;
-        } else {
+        if !claimed(mode) {
             unclaimed.push(mode);
+            continue;
+        }
+        match part(mode) {
+            Err(Finding::NotSupported(reason)) if reason.starts_with(DID_NOT_APPLY) => {
+                not_applied.push(reason);
+            }
+            outcome => parts.run(outcome)?,
         }
     }
     if unclaimed.len() == MODES.len() {
@@ -192,11 +198,20 @@ fn each_claimed_mode(
                 .into(),
         ));
     }
+    if unclaimed.len() + not_applied.len() == MODES.len() {
+        return Err(crate::check::setup(format!(
+            "no claimed mode could be decided: {}",
+            not_applied.join("; ")
+        )));
+    }
     parts.end()?;
     for mode in unclaimed {
         note(format!(
             "the {mode:?} part did not apply: supports_cancellation({mode:?}) is false; every claimed mode was checked"
         ));
+    }
+    for reason in not_applied {
+        note(format!("the NativeCancel {reason}"));
     }
     Ok(())
 }
@@ -258,6 +273,9 @@ fn why_pending(via: PendingVia) -> &'static str {
     match via {
         PendingVia::Hold => "its hold was not released",
         PendingVia::LatePeer => "its late peer had not joined",
+        PendingVia::PeerFed => {
+            "the sum reduction whose output it reads had a late peer that had not joined"
+        }
         PendingVia::Lazy => "its lazy work was certainly still running",
     }
 }
@@ -266,7 +284,7 @@ fn why_pending(via: PendingVia) -> &'static str {
 fn ended_early(via: PendingVia) -> &'static str {
     match via {
         PendingVia::Lazy => "the lazy work that kept the subject pending may have finished",
-        PendingVia::Hold | PendingVia::LatePeer => {
+        PendingVia::Hold | PendingVia::LatePeer | PendingVia::PeerFed => {
             "the observer reports that the work ended on its own although the kit kept it pending (the \
              operation's own invariant answers for that)"
         }
@@ -287,7 +305,7 @@ fn nothing_to_dispose<H: Harness>(
     what: &str,
 ) -> Finding {
     if !waited.pending {
-        return finished_early(driver.subject, driver.pending, call, &waited.outcome);
+        return finished_early(driver.subject, driver.pending, call, waited);
     }
     Finding::NotSupported(format!(
         "{}: {call} yielded {}, not DeadlineExceeded {{ cancellation: {mode:?} }}: no {what} to check (see CAN-3, \
@@ -297,12 +315,42 @@ fn nothing_to_dispose<H: Harness>(
     ))
 }
 
-fn finished_early(subject: Subject, via: PendingVia, call: &str, outcome: &Outcome) -> Finding {
+fn finished_early(subject: Subject, via: PendingVia, call: &str, waited: &Waited) -> Finding {
+    if completed_in_teardown(waited) {
+        return did_not_apply(format!(
+            "{subject}: {call} yielded Ok(Completed) {:?} after it was called, not at its deadline: the \
+             backend let the work run to its end instead of stopping it (its teardown of such work is not \
+             native cancellation), and {}, so Completed may be exact; the NativeCancel part could not be \
+             decided on this work (CAN-2 reports the return time)",
+            waited.elapsed,
+            ended_early(via)
+        ));
+    }
     crate::check::setup(format!(
         "{subject}: {call} yielded {}, but {} before the call returned",
-        describe(outcome),
+        describe(&waited.outcome),
         ended_early(via)
     ))
+}
+
+/// Whether a NativeCancel wait returned `Ok(Completed)` well after its
+/// deadline on work the kit cannot vouch was still pending then: the
+/// backend ran the work to its end during teardown (it cannot stop it), and
+/// the completion may be exact. A backend that answers `Completed` *at* the
+/// deadline gets no such benefit of the doubt.
+fn completed_in_teardown(waited: &Waited) -> bool {
+    waited.mode == NativeCancel
+        && matches!(waited.outcome, Ok(Completed))
+        && !waited.pending
+        && waited.elapsed > waited.timeout.saturating_add(slack::OVERRUN)
+}
+
+/// Marks a part's finding as a part that did not apply (see [`each_mode`]).
+const DID_NOT_APPLY: &str = "part did not apply: ";
+
+/// The finding of a part that did not apply: noted, never a verdict.
+fn did_not_apply(reason: String) -> Finding {
+    Finding::NotSupported(format!("{DID_NOT_APPLY}{reason}"))
 }
 
 // ---------------------------------------------------------------------------
@@ -341,6 +389,9 @@ struct Round<'c, 'w, H: Harness> {
 /// What one `wait_bounded` call returned.
 struct Waited {
     outcome: Outcome,
+    /// The policy's timeout and mode.
+    timeout: Duration,
+    mode: CompletionCancellationMode,
     /// How long the call took.
     elapsed: Duration,
     /// Whether the work was still surely pending right after the call
@@ -419,7 +470,7 @@ impl<'c, 'w, H: Harness> Round<'c, 'w, H> {
                 pending: PendingVia::LatePeer,
                 ..driver
             },
-            PendingVia::Hold | PendingVia::LatePeer => driver,
+            PendingVia::Hold | PendingVia::LatePeer | PendingVia::PeerFed => driver,
         };
         Self::start(ctx, light, Setup::default())
     }
@@ -441,6 +492,8 @@ impl<'c, 'w, H: Harness> Round<'c, 'w, H> {
     /// (releases the holds), but lets no late peer join the cancelled round.
     fn unhold(&mut self) {
         drop(self.hold.take());
+        // Peer-fed local work: the reduction that fed it is no cancelled
+        // collective, and its peer may join (the executor's queue drains).
         if self.via != PendingVia::LatePeer {
             self.pending.release();
             self.released = true;
@@ -505,6 +558,8 @@ impl<'c, 'w, H: Harness> Round<'c, 'w, H> {
         })?;
         Ok(Waited {
             outcome,
+            timeout,
+            mode,
             elapsed,
             pending,
         })
@@ -584,7 +639,7 @@ impl<'c, 'w, H: Harness> Round<'c, 'w, H> {
                 kept.push(self);
                 Ok(())
             }
-            (NativeCancel, PendingVia::LatePeer) => {
+            (NativeCancel, via) if via.late_peers() => {
                 self.release();
                 let _ = self.pending.await_late_peers(slack::RELEASE * 2);
                 Ok(())
@@ -640,7 +695,7 @@ fn not_completed_while_pending(
         Ok(Completed) if waited.pending => Err(Finding::Violation(completed_while_pending(
             subject, via, call,
         ))),
-        Ok(Completed) => Err(finished_early(subject, via, call, &waited.outcome)),
+        Ok(Completed) => Err(finished_early(subject, via, call, waited)),
         _ => Ok(()),
     }
 }
@@ -889,7 +944,7 @@ fn edge_round<'c, 'w, H: Harness>(
                 let message = completed_while_pending(subject, via, &call);
                 recorded_for(ctx, "CAN-1", "CAN-8", message)
             } else {
-                finished_early(subject, via, &call, &waited.outcome)
+                finished_early(subject, via, &call, &waited)
             };
             round.dispose(mode, kept)?;
             Err(finding)
@@ -971,54 +1026,51 @@ fn completion_is_reported_exactly<H: Harness>(ctx: &RankCtx<'_, H>, driver: Driv
 // ---------------------------------------------------------------------------
 // CAN-2
 
-/// CAN-2: `DeadlineExceeded` never comes before the timeout, and the call
-/// returns within the timeout plus [`slack::OVERRUN`]. Under NativeCancel the
-/// teardown is measured on its own first (a wait whose 1 ns deadline has
-/// passed at once) and excluded from the bound.
+/// CAN-2: `DeadlineExceeded` never comes before the timeout, and under
+/// quarantine the call returns within the timeout plus [`slack::OVERRUN`].
+/// A NativeCancel wait returns once teardown has finished, which the
+/// contract does not bound: only its lower bound is checked, and a return
+/// later than the timeout plus the slack is reported here, once, as a note
+/// with the deadline, the return time and the outcome (never a failure, and
+/// never a teardown measured on other work subtracted from it).
 fn deadline_is_honoured<H: Harness>(ctx: &RankCtx<'_, H>, driver: Driver<H>) -> Check {
     let mut kept = Vec::new();
     each_mode(ctx, |mode| {
-        let teardown = match mode {
-            Quarantine => Duration::ZERO,
-            NativeCancel => {
-                let deadline = Duration::from_nanos(1);
-                wait_on_pending(ctx, driver, deadline, mode, &mut kept)?.elapsed
-            }
-        };
         let waited = wait_on_pending(ctx, driver, slack::DEADLINE, mode, &mut kept)?;
-        returns_on_time(
-            driver.subject,
-            mode,
-            &waited.outcome,
-            waited.elapsed,
-            teardown,
-        )
+        returns_on_time(ctx, driver.subject, &waited)
     })
 }
 
-fn returns_on_time(
-    subject: Subject,
-    mode: CompletionCancellationMode,
-    outcome: &Outcome,
-    elapsed: Duration,
-    teardown: Duration,
-) -> Check {
-    let timeout = slack::DEADLINE;
+fn returns_on_time<H: Harness>(ctx: &RankCtx<'_, H>, subject: Subject, waited: &Waited) -> Check {
+    let (timeout, mode, elapsed) = (waited.timeout, waited.mode, waited.elapsed);
     let call = format!("wait_bounded({timeout:?}, {mode:?}) on pending work");
-    if matches!(outcome, Ok(DeadlineExceeded { .. })) {
+    if matches!(waited.outcome, Ok(DeadlineExceeded { .. })) {
         ensure(elapsed >= timeout, || {
             format!("{subject}: {call} returned DeadlineExceeded after only {elapsed:?}, before its timeout")
         })?;
     }
-    let teardown_note = if mode == NativeCancel {
-        format!(", NativeCancel teardown measured separately at {teardown:?}")
-    } else {
-        String::new()
-    };
-    ensure(elapsed <= timeout + slack::OVERRUN + teardown, || {
+    let late = elapsed > timeout + slack::OVERRUN;
+    if mode == NativeCancel {
+        if late {
+            ctx.note(format!(
+                "{subject}: {call} returned {} after {elapsed:?}, {:?} past its deadline: NativeCancel returns once \
+                 native teardown has finished, which the contract does not bound (when it returned, the backend \
+                 reported the work {})",
+                describe(&waited.outcome),
+                elapsed.saturating_sub(timeout),
+                match waited.outcome {
+                    Ok(Completed) => "complete",
+                    Ok(DeadlineExceeded { .. }) => "torn down",
+                    Err(_) => "failed",
+                }
+            ));
+        }
+        return Ok(());
+    }
+    ensure(!late, || {
         format!(
-            "{subject}: {call} returned {} after {elapsed:?}, later than the timeout plus {:?} slack{teardown_note}",
-            describe(outcome),
+            "{subject}: {call} returned {} after {elapsed:?}, later than the timeout plus {:?} slack",
+            describe(&waited.outcome),
             slack::OVERRUN
         )
     })
@@ -1043,7 +1095,7 @@ fn reported_mode_is_the_policy_mode<H: Harness>(ctx: &RankCtx<'_, H>, driver: Dr
                     driver.subject
                 )
             }),
-            other if !waited.pending => Err(finished_early(driver.subject, driver.pending, &call, other)),
+            _ if !waited.pending => Err(finished_early(driver.subject, driver.pending, &call, &waited)),
             other => Err(Finding::NotSupported(format!(
                 "{}: pending work under {mode:?} yielded {}, which reports no cancellation (see CAN-1, CAN-4)",
                 driver.subject,
@@ -1073,7 +1125,7 @@ fn supported_modes_are_honoured<H: Harness>(ctx: &RankCtx<'_, H>, driver: Driver
                 driver.subject,
                 driver.pending,
                 &call,
-                &waited.outcome,
+                &waited,
             ))
         } else {
             Err(Finding::Violation(format!(
@@ -1180,7 +1232,7 @@ fn errors_never_drop_live_work<H: Harness>(ctx: &RankCtx<'_, H>, driver: Driver<
     each_mode(ctx, |mode| {
         let setup = Setup {
             fault: true,
-            hold: driver.pending == PendingVia::LatePeer,
+            hold: driver.pending.late_peers(),
         };
         let mut round = Round::start(ctx, driver, setup)?;
         // Let the injected error become observable (bounded; never asserted).
@@ -1296,7 +1348,7 @@ fn no_error_for_live_work<'c, 'w, H: Harness>(
             ));
             Ok(())
         }
-        other => Err(finished_early(subject, round.via, &call, other)),
+        _ => Err(finished_early(subject, round.via, &call, &waited)),
     }
 }
 
@@ -1338,7 +1390,7 @@ fn unbounded_deadline_completes<H: Harness>(
 ) -> Check {
     let unbounded = Duration::MAX;
     finished_work_yields_completed(ctx, driver, unbounded, mode, Finished::BeforeTheCall)?;
-    if driver.pending != PendingVia::LatePeer {
+    if !driver.pending.late_peers() {
         return Ok(());
     }
     finished_work_yields_completed(ctx, driver, unbounded, mode, Finished::JustReleased)

@@ -132,6 +132,7 @@ fn kept_pending(driver: Driver<impl Harness>) -> &'static str {
         PendingVia::Hold => "its executor was held",
         PendingVia::Lazy => "it was evaluating lazy work known to take longer",
         PendingVia::LatePeer => "a peer had not joined yet",
+        PendingVia::PeerFed => "the sum reduction it reads had a peer that had not joined yet",
     }
 }
 
