@@ -444,6 +444,15 @@ impl<H: Harness> Driver<H> {
         self.submit_pending(ctx, ctx.executor(), self.light())
     }
 
+    /// [`Driver::about_to_release`] on a given executor.
+    pub(crate) fn about_to_release_on<'c, 'w>(
+        &self,
+        ctx: &'c RankCtx<'w, H>,
+        executor: &crate::harness::Executor<H>,
+    ) -> Result<Pending<'c, 'w, H>, Finding> {
+        self.submit_pending(ctx, executor, self.light())
+    }
+
     fn submit_pending<'c, 'w>(
         &self,
         ctx: &'c RankCtx<'w, H>,

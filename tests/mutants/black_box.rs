@@ -56,3 +56,50 @@ fn exc_1_blocking_is_complete_fails_exc_1() {
         println!("time to first failure of {}: {} ms", case.name, case.millis);
     }
 }
+
+/// EXC-4 with no instruments keeps the other lane busy with a second
+/// late-peer round (no lazy work, no timing): `wait()` waiting for the whole
+/// device fails EXC-4 on local subjects (peer-fed) and on operations.
+#[test]
+fn exc_4_wait_for_device_fails_exc_4_without_lazy_work() {
+    let cases = black_box(Defect::WaitForDevice);
+    assert!(failed_on(&cases, Subject::LocalDependencies), "{cases:#?}");
+    assert!(
+        failed_on(
+            &cases,
+            Subject::Operation(commcheck::Operation::AllReduceSum)
+        ),
+        "{cases:#?}"
+    );
+}
+
+/// The same on the eager personality, which has no lazy work at all: local
+/// subjects are kept pending by the late peer's reduction alone.
+#[test]
+fn eager_black_box_catches_planted_defects_on_local_subjects() {
+    crate::mutant_settings();
+    // (EarlyCompletion, "complete once started", cannot arise here: peer-fed
+    // local work waits in its queue behind the reduction and never starts early.)
+    for defect in [
+        Defect::WaitForDevice,
+        Defect::CompletedAtDeadline,
+        Defect::EarlyDeadline,
+        Defect::NonMonotonicCompletion,
+    ] {
+        let id = defect.invariant();
+        let harness = CpuHarness::with_defect(defect)
+            .with_personality("eager")
+            .expect("a known personality")
+            .with_instruments(Instruments::NONE);
+        let results = run_cases(harness, |case| {
+            case.invariant().id == id && case.subject() == Subject::LocalDependencies
+        })
+        .expect("the COMMCHECK_* settings are valid");
+        crate::show(&results);
+        assert!(
+            failed_on(&results.cases, Subject::LocalDependencies),
+            "{defect}: {:#?}",
+            results.cases
+        );
+    }
+}
