@@ -124,3 +124,22 @@ fn help_exits_0_and_usage_errors_exit_2_naming_the_option() {
         assert_eq!(code, Some(2), "{args:?}: {err}");
     }
 }
+
+/// An unknown CPU personality is a usage error naming it and the known ones,
+/// before anything runs.
+#[cfg(feature = "cpu")]
+#[test]
+fn an_unknown_personality_exits_2_naming_it() {
+    let out = tempfile::tempdir().expect("a temporary folder");
+    let dir = out.path().to_string_lossy().into_owned();
+    let (code, _, err) = cli(&["certify", "cpu", "--personality", "eagre", "--out", &dir]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("`eagre`") && err.contains("`collectives-cancel`"),
+        "{err}"
+    );
+    assert!(
+        std::fs::read_dir(out.path()).map_or(0, |d| d.count()) == 0,
+        "nothing is written for a usage error"
+    );
+}
