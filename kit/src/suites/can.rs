@@ -1348,7 +1348,7 @@ fn no_error_for_live_work<'c, 'w, H: Harness>(
             ));
             Ok(())
         }
-        _ => Err(finished_early(subject, round.via, &call, &waited)),
+        _ => Err(finished_early(subject, round.via, &call, waited)),
     }
 }
 
