@@ -165,10 +165,16 @@ impl<H: Harness> Blocker<H> {
         }
     }
 
+    /// How long the blocking work may take once released: the release
+    /// slack, and four times the lazy work's calibrated duration.
+    pub(crate) fn completes_within(&self) -> Duration {
+        slack::RELEASE + self.lazy.map_or(Duration::ZERO, |(_, takes)| takes * 4)
+    }
+
     /// Unblocks the lane (a no-op for lazy work) and waits for its work.
     pub(crate) fn release_and_finish(mut self, what: impl FnOnce() -> String) -> Check {
         drop(self.hold.take());
-        let limit = slack::RELEASE + self.lazy.map_or(Duration::ZERO, |(_, takes)| takes * 4);
+        let limit = self.completes_within();
         wait_within(&self.completion, limit)
             .map_err(|error| crate::check::setup(format!("{}: {error}", what())))
     }
