@@ -293,7 +293,9 @@ fn harness_panic_is_a_crash(mode: Mode, method: &str) -> Result<(), Failed> {
 /// hang or a failure.
 fn failing_lazy_work_is_not_supported() -> Result<(), Failed> {
     let started = Instant::now();
-    let cases = ["EXC-1::local_dependencies", "EXC-2::submit"];
+    // Cases that still need lazy work without the hold (local subjects are
+    // kept pending by a late peer's reduction where the harness claims one).
+    let cases = ["SUB-1::fork_executors", "SUB-3::order_after"];
     let results = run_cases(Hostile::new(Mode::LazyWorkFails), |c| {
         cases.contains(&c.name().as_str())
     })

@@ -152,7 +152,16 @@ pub(crate) fn differs<H: Harness>(
     if !same_shape(got_shape, shape) {
         return Ok(Some(Differs::Shape(got_shape.to_vec())));
     }
-    let got = ctx.read(output)?;
+    // Read after the backend reported the work complete: a failed read is a
+    // value the backend never wrote, or the harness's own read failing; the
+    // kit cannot tell which, so it blames neither (inconclusive).
+    let got = ctx.read(output).map_err(|finding| match finding {
+        Finding::Harness(error) => crate::check::setup(format!(
+            "{operation}: the output could not be read back after its completion was reported ({error}): \
+             either the backend never wrote it or the harness's read failed, and the kit cannot tell which"
+        )),
+        other => other,
+    })?;
     Ok((!operation.same_values(&got, expected)).then_some(Differs::Values(got)))
 }
 
