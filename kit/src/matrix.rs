@@ -239,6 +239,12 @@ pub(crate) struct Submitted<H: Harness> {
 /// how long it takes.
 pub(crate) type LazyWindow = (Instant, Duration);
 
+/// How long released work may take to complete: the release slack, and four
+/// times the lazy work's calibrated duration when it evaluates any.
+pub(crate) fn completes_within(lazy: Option<LazyWindow>) -> Duration {
+    slack::RELEASE + lazy.map_or(Duration::ZERO, |(_, takes)| takes * 4)
+}
+
 /// Makes one standard submission on the calling rank, on the given executor.
 pub(crate) type Submit<H> =
     fn(&RankCtx<'_, H>, &crate::harness::Executor<H>, Load) -> Result<Submitted<H>, Finding>;
@@ -374,7 +380,7 @@ impl<H: Harness> Submitted<H> {
 
     /// How long released work may take to complete.
     pub(crate) fn completes_within(&self) -> Duration {
-        slack::RELEASE + self.lazy.map_or(Duration::ZERO, |(_, takes)| takes * 4)
+        completes_within(self.lazy)
     }
 }
 

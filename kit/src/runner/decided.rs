@@ -128,21 +128,14 @@ impl std::fmt::Display for Tally {
             self.pass,
             self.failing
         )?;
-        let unsupported: usize = self.not_supported.values().sum();
-        if unsupported > 0 {
-            write!(
-                f,
-                "; not-supported {unsupported} ({})",
-                by_reason(&self.not_supported)
-            )?;
-        }
-        let inconclusive: usize = self.inconclusive.values().sum();
-        if inconclusive > 0 {
-            write!(
-                f,
-                "; inconclusive {inconclusive} ({})",
-                by_reason(&self.inconclusive)
-            )?;
+        for (verdict, counts) in [
+            ("not-supported", &self.not_supported),
+            ("inconclusive", &self.inconclusive),
+        ] {
+            let total: usize = counts.values().sum();
+            if total > 0 {
+                write!(f, "; {verdict} {total} ({})", by_reason(counts))?;
+            }
         }
         Ok(())
     }

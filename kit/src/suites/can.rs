@@ -234,17 +234,6 @@ pub(crate) fn unclaimed_mode<H: Harness>(id: &str) -> Option<String> {
     })
 }
 
-/// Runs `part` for one mode, not-supported when the backend does not support it.
-fn only_mode<H: Harness>(mode: CompletionCancellationMode, part: impl FnOnce() -> Check) -> Check {
-    if supported::<H>(mode) {
-        part()
-    } else {
-        Err(Finding::NotSupported(format!(
-            "supports_cancellation({mode:?}) is false: nothing to check"
-        )))
-    }
-}
-
 type Outcome = Result<BoundedCompletionOutcome, String>;
 
 /// Whether `outcome` is `Ok(DeadlineExceeded { cancellation: mode })`.
@@ -1148,33 +1137,32 @@ fn supported_modes_are_honoured<H: Harness>(ctx: &RankCtx<'_, H>, driver: Driver
 /// CAN-5: when `DeadlineExceeded{NativeCancel}` returns, teardown is finished:
 /// the work is terminal, its retained storages are freed (the caller holds
 /// no handle), the ledger counts it no more, and the executor completes new work.
+/// Runs only where NativeCancel is claimed ([`unclaimed_mode`] gates it).
 fn native_cancel_finishes_teardown<H: Harness>(ctx: &RankCtx<'_, H>, driver: Driver<H>) -> Check {
-    only_mode::<H>(NativeCancel, || {
-        let mut kept = Vec::new();
-        let mut round = Round::start(ctx, driver, Setup::default())?;
-        let waited = round.wait_bounded(slack::DEADLINE, NativeCancel)?;
-        let seen = round.seen()?;
-        let call = format!(
-            "wait_bounded({:?}, NativeCancel) on pending work",
-            slack::DEADLINE
-        );
-        if !exceeded(&waited.outcome, NativeCancel) {
-            round.dispose(NativeCancel, &mut kept)?;
-            return Err(nothing_to_dispose(
-                driver,
-                NativeCancel,
-                &call,
-                &waited,
-                "teardown",
-            ));
-        }
-        let after = format!(
-            "wait_bounded({:?}, NativeCancel) -> DeadlineExceeded",
-            slack::DEADLINE
-        );
-        torn_down(&seen, driver.subject, &after)?;
-        after_native_cancel(round, &mut kept)
-    })
+    let mut kept = Vec::new();
+    let mut round = Round::start(ctx, driver, Setup::default())?;
+    let waited = round.wait_bounded(slack::DEADLINE, NativeCancel)?;
+    let seen = round.seen()?;
+    let call = format!(
+        "wait_bounded({:?}, NativeCancel) on pending work",
+        slack::DEADLINE
+    );
+    if !exceeded(&waited.outcome, NativeCancel) {
+        round.dispose(NativeCancel, &mut kept)?;
+        return Err(nothing_to_dispose(
+            driver,
+            NativeCancel,
+            &call,
+            &waited,
+            "teardown",
+        ));
+    }
+    let after = format!(
+        "wait_bounded({:?}, NativeCancel) -> DeadlineExceeded",
+        slack::DEADLINE
+    );
+    torn_down(&seen, driver.subject, &after)?;
+    after_native_cancel(round, &mut kept)
 }
 
 /// CAN-6: after `DeadlineExceeded{QuarantineUntilComplete}` everything the work
@@ -1183,38 +1171,36 @@ fn quarantine_retains_until_completion<H: Harness>(
     ctx: &RankCtx<'_, H>,
     driver: Driver<H>,
 ) -> Check {
-    only_mode::<H>(Quarantine, || {
-        let mut round = Round::start(ctx, driver, Setup::default())?;
-        let waited = round.wait_bounded(slack::DEADLINE, Quarantine)?;
-        if !exceeded(&waited.outcome, Quarantine) {
-            round.drain()?;
-            let call = format!(
-                "wait_bounded({:?}, QuarantineUntilComplete) on pending work",
-                slack::DEADLINE
-            );
-            return Err(nothing_to_dispose(
-                driver,
-                Quarantine,
-                &call,
-                &waited,
-                "quarantine",
-            ));
-        }
-        let after = "DeadlineExceeded{QuarantineUntilComplete} returned";
-        retained(
-            &round.seen()?,
-            driver.subject,
-            &format!("right after {after}"),
-        )?;
-        settle();
-        retained(
-            &round.seen()?,
-            driver.subject,
-            &format!("{:?} after {after}", slack::SETTLE),
-        )?;
-        round.release();
-        released_after_completion(&round)
-    })
+    let mut round = Round::start(ctx, driver, Setup::default())?;
+    let waited = round.wait_bounded(slack::DEADLINE, Quarantine)?;
+    if !exceeded(&waited.outcome, Quarantine) {
+        round.drain()?;
+        let call = format!(
+            "wait_bounded({:?}, QuarantineUntilComplete) on pending work",
+            slack::DEADLINE
+        );
+        return Err(nothing_to_dispose(
+            driver,
+            Quarantine,
+            &call,
+            &waited,
+            "quarantine",
+        ));
+    }
+    let after = "DeadlineExceeded{QuarantineUntilComplete} returned";
+    retained(
+        &round.seen()?,
+        driver.subject,
+        &format!("right after {after}"),
+    )?;
+    settle();
+    retained(
+        &round.seen()?,
+        driver.subject,
+        &format!("{:?} after {after}", slack::SETTLE),
+    )?;
+    round.release();
+    released_after_completion(&round)
 }
 
 // ---------------------------------------------------------------------------

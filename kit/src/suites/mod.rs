@@ -165,10 +165,9 @@ impl<H: Harness> Blocker<H> {
         }
     }
 
-    /// How long the blocking work may take once released: the release
-    /// slack, and four times the lazy work's calibrated duration.
+    /// How long the blocking work may take once released.
     pub(crate) fn completes_within(&self) -> Duration {
-        slack::RELEASE + self.lazy.map_or(Duration::ZERO, |(_, takes)| takes * 4)
+        crate::matrix::completes_within(self.lazy)
     }
 
     /// Unblocks the lane (a no-op for lazy work) and waits for its work.
