@@ -1,8 +1,10 @@
 //! `kit/EVIDENCE.md` (the `commcheck::evidence` docs) carries a table of the
 //! evidence every invariant can use, generated from the kit's catalogue: for
 //! each (invariant, group of subjects with the same requirements), whether it
-//! runs black-box with no instrument at all, which instruments it uses on a
-//! harness that provides every one, and the world sizes it runs on.
+//! passed with no instrument at all in each personality of the CPU backend
+//! (from the checked-in `reports/personalities/NAME/report.json`), which
+//! instruments it uses on a harness that provides every one, and the world
+//! sizes it runs on.
 //!
 //! This test regenerates the table and fails when the file's copy (between
 //! `<!-- evidence-table:start -->` and `<!-- evidence-table:end -->`) differs.
@@ -15,12 +17,11 @@
 //! and review the diff of `kit/EVIDENCE.md` (the prose around the table may
 //! need updating too).
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use commcheck::spec::{Class, INVARIANTS};
 use commcheck::{catalogue, Instruments, Operation, Subject};
-use commcheck_reference::cpu::CpuHarness;
+use commcheck_reference::cpu::{CpuHarness, PERSONALITIES};
 
 const START: &str = "<!-- evidence-table:start -->";
 const END: &str = "<!-- evidence-table:end -->";
@@ -35,9 +36,37 @@ fn path() -> PathBuf {
 /// What a case needs, as the table shows it.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 struct Requirements {
-    black_box: bool,
+    /// Per personality (in [`PERSONALITIES`] order): whether the case passed
+    /// with no instrument.
+    black_box: Vec<bool>,
     instruments: String,
     worlds: String,
+}
+
+/// The cases that passed in the checked-in certification of each
+/// personality with no instruments (`reports/personalities/NAME/report.json`,
+/// made by `commcheck-report certify cpu --personality NAME --no-instruments`).
+fn black_box_passes() -> Vec<std::collections::BTreeSet<String>> {
+    PERSONALITIES
+        .iter()
+        .map(|personality| {
+            let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                .join("reports/personalities")
+                .join(personality)
+                .join("report.json");
+            let text = std::fs::read_to_string(&path)
+                .unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
+            let report: serde_json::Value = serde_json::from_str(&text)
+                .unwrap_or_else(|e| panic!("parse {}: {e}", path.display()));
+            report["cases"]
+                .as_array()
+                .unwrap_or_else(|| panic!("{}: no cases", path.display()))
+                .iter()
+                .filter(|case| case["status"] == "pass")
+                .filter_map(|case| case["name"].as_str().map(str::to_owned))
+                .collect()
+        })
+        .collect()
 }
 
 /// Names of the instruments in `needs`, or `none`.
@@ -83,17 +112,16 @@ fn subjects(group: &[Subject]) -> String {
 }
 
 /// The table, from the catalogue of the CPU reference harness with every
-/// instrument and every claim, and of the same harness with no instrument.
+/// instrument and every claim, and from the checked-in certifications of
+/// each personality with no instrument.
 fn table() -> String {
     let full = catalogue(&CpuHarness::new());
-    let bare = catalogue(&CpuHarness::new().with_instruments(Instruments::NONE));
-    let runs_bare: BTreeMap<String, bool> = bare
-        .iter()
-        .map(|case| (case.name(), case.unsupported().is_none()))
-        .collect();
-    let mut out = String::from(
-        "| ID | Class | Subjects | Black-box (no instrument) | Instruments used (all provided) | World sizes |\n\
-         |---|---|---|---|---|---|\n",
+    let passes = black_box_passes();
+    let mut out = format!(
+        "| ID | Class | Subjects | {} | Instruments used (all provided) | World sizes |\n\
+         |---|---|---|{}---|---|\n",
+        PERSONALITIES.join(" | "),
+        "---|".repeat(PERSONALITIES.len())
     );
     for invariant in INVARIANTS {
         // Groups of subjects with the same requirements, in catalogue order.
@@ -107,7 +135,7 @@ fn table() -> String {
             );
             let worlds: Vec<String> = case.worlds().iter().map(usize::to_string).collect();
             let requirements = Requirements {
-                black_box: runs_bare.get(&case.name()).copied().unwrap_or(false),
+                black_box: passes.iter().map(|p| p.contains(&case.name())).collect(),
                 instruments: instruments(case.needs()),
                 worlds: worlds.join(", "),
             };
@@ -119,12 +147,17 @@ fn table() -> String {
         assert!(!groups.is_empty(), "{} has no case", invariant.id);
         for (requirements, mut group) in groups {
             group.sort();
+            let black_box: Vec<&str> = requirements
+                .black_box
+                .iter()
+                .map(|passed| if *passed { "yes" } else { "no" })
+                .collect();
             out.push_str(&format!(
                 "| {} | {} | {} | {} | {} | {} |\n",
                 invariant.id,
                 class(invariant.class),
                 subjects(&group),
-                if requirements.black_box { "yes" } else { "no" },
+                black_box.join(" | "),
                 requirements.instruments,
                 requirements.worlds,
             ));

@@ -12,11 +12,20 @@ pub(crate) enum Body<H: Harness> {
     /// On the completion matrix: the subject script runs on rank 0 with the
     /// subject's driver, the late-peer role on the other ranks.
     Matrix(fn(&RankCtx<'_, H>, Driver<H>) -> Check),
+    /// [`Body::Matrix`], and for collectives also on a world of one more
+    /// rank, whose extra member (rank 1) joins each round as soon as the
+    /// subject submitted: the exchange is part done while the subject's work
+    /// is pending (a deadline falls in the middle of it).
+    MatrixPartDone(fn(&RankCtx<'_, H>, Driver<H>) -> Check),
     /// A script of its own, on `ranks` ranks.
     Direct {
         ranks: usize,
         script: fn(&RankCtx<'_, H>) -> Check,
     },
+    /// A script of its own that keeps lanes busy with a `Blocker`: on two
+    /// ranks where a late peer can feed the blocker (rank 1 plays that
+    /// peer), else on one.
+    Blocks(fn(&RankCtx<'_, H>) -> Check),
     /// A script of its own, run on a fresh world of each size in turn
     /// (the case fails at the first size that fails).
     Sizes {

@@ -83,10 +83,21 @@ pub(crate) fn catalogue_within<H: Harness>(harness: &H, processes: Option<usize>
                 (Body::Direct { ranks, script }, _) if runnable => {
                     (vec![*ranks], Ok(Arc::new(*script) as Script<H>))
                 }
+                (Body::Blocks(script), _) if runnable => (
+                    vec![matrix::local_ranks(local)],
+                    Ok(matrix::with_late_peers(None, *script)),
+                ),
                 (Body::Sizes { sizes, script }, _) if runnable => {
                     (sizes.to_vec(), Ok(Arc::new(*script) as Script<H>))
                 }
                 (Body::Matrix(run), Some(driver)) => (vec![driver.ranks], Ok(driver.script(*run))),
+                (Body::MatrixPartDone(run), Some(driver)) => {
+                    let mut worlds = vec![driver.ranks];
+                    if matrix::part_done_applies(subject) {
+                        worlds.push(driver.ranks + 1);
+                    }
+                    (worlds, Ok(driver.script(*run)))
+                }
                 _ => (
                     Vec::new(),
                     Err(format!("{subject} is not claimed by this backend")),
@@ -95,7 +106,9 @@ pub(crate) fn catalogue_within<H: Harness>(harness: &H, processes: Option<usize>
             // What this row needs on this subject: its own instruments, and
             // what keeps the subject's work pending (matrix rows only).
             let needed = match (&row.body, driver) {
-                (Body::Matrix(_), Some(driver)) => row.requires.and(driver.pending.needs()),
+                (Body::Matrix(_) | Body::MatrixPartDone(_), Some(driver)) => {
+                    row.requires.and(driver.pending.needs())
+                }
                 _ => row.requires,
             };
             let missing = instruments.missing(needed);
@@ -149,6 +162,19 @@ pub(crate) fn catalogue_within<H: Harness>(harness: &H, processes: Option<usize>
             });
         }
     }
+    // Rows of one ID on one subject are alternatives, in row order (the
+    // suites' rows before the families'): the first that can run is kept,
+    // else the first (e.g. EXC-6's fault-injection form, then the form
+    // that provokes an error through the public API).
+    let mut chosen: Vec<Case<H>> = Vec::with_capacity(cases.len());
+    for case in cases {
+        match chosen.iter().position(|c| c.name() == case.name()) {
+            Some(at) if chosen[at].script.is_err() && case.script.is_ok() => chosen[at] = case,
+            Some(_) => {}
+            None => chosen.push(case),
+        }
+    }
+    let mut cases = chosen;
     cases.sort_by_key(|case| {
         spec::INVARIANTS
             .iter()

@@ -404,7 +404,10 @@ pub trait Harness: Send + Sync + Sized + 'static {
     fn group<'r>(&self, rank: &'r Self::Rank) -> &'r Group<Self>;
 
     /// This rank's endpoint of the directed route `id` from world rank
-    /// `source` to world rank `destination`.
+    /// `source` to world rank `destination`. Every id the kit asks for is
+    /// below 512, so a harness that must realise its routes ahead of time
+    /// (in a manifest, when the world is built) can realise that many per
+    /// ordered pair of ranks.
     fn route(
         &self,
         rank: &Self::Rank,

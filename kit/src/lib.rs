@@ -29,8 +29,10 @@
 //!   EXC-5, EXC-9, EXC-10, CAN-1 to CAN-4, CAN-8 (with a note that the CAN-5
 //!   to CAN-7 dispositions under edge deadlines were not observed), RET-6,
 //!   SUB-1 to SUB-3, SUM-1 and SUM-2 (on 1, 2, 3, 4 and 8 ranks) and BAR-1.
-//!   Late peers keep the two operations pending; the backend's own lazy
-//!   `matmul` chains, calibrated once per run, keep local work pending.
+//!   Late peers keep the two operations pending, and local work too (it
+//!   evaluates a reduction whose late peer has not joined), as well as the
+//!   lanes SUB-1 and SUB-3 keep busy: no verdict rests on how long any work
+//!   takes.
 //! - **Class I.** RET-2 passes in its black-box form (the work completes after
 //!   its owned executor was dropped). Every other class-I case is
 //!   `not-supported`, naming the instruments it needs: RET-1, RET-3 to RET-5,

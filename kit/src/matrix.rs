@@ -280,6 +280,116 @@ fn join(round: usize) -> String {
     format!("late-peers-join-{round}")
 }
 
+/// The signal by which the subject says it submitted its part of round
+/// `round`: an early peer (see [`late_peer_rounds`]) joins then.
+fn submitted(round: usize) -> String {
+    format!("subject-submitted-{round}")
+}
+
+/// Subjects whose matrix cases can also run with the exchange part done
+/// ([`crate::case::Body::MatrixPartDone`]): the collectives (a transfer has
+/// no third member to join early).
+pub(crate) fn part_done_applies(subject: Subject) -> bool {
+    subject
+        .operation()
+        .is_some_and(|operation| operation != Operation::SendReceive)
+}
+
+/// Whether this rank joins the subject's rounds early: rank 1 of a world of
+/// three or more ranks, running a driver's rounds (see
+/// [`crate::case::Body::MatrixPartDone`]).
+fn joins_early<H: Harness>(ctx: &RankCtx<'_, H>) -> bool {
+    ctx.rank() == 1 && ctx.size() >= 3
+}
+
+/// The signals that start round `round` for this peer: the subject's
+/// release (or, for an early peer, its submission), a fed blocker's
+/// release, and the subject's end.
+fn round_signals(round: usize, early: bool) -> [String; 3] {
+    let driver = if early { submitted(round) } else { join(round) };
+    [driver, feed_join(round), DONE.to_owned()]
+}
+
+/// The signal that lets late peers join round `round` as a fed blocker's
+/// (see `suites::Blocker`): a sum reduction, whatever the subject.
+pub(crate) fn feed_join(round: usize) -> String {
+    format!("late-peers-feed-{round}")
+}
+
+/// Starts the subject rank's next late-peer round (a driver's, or a fed
+/// blocker's): its number, for [`join`] or [`feed_join`].
+pub(crate) fn next_round<H: Harness>(ctx: &RankCtx<'_, H>) -> usize {
+    let round = ctx.rounds.get();
+    ctx.rounds.set(round + 1);
+    round
+}
+
+/// The late peers' side: join each round when the subject releases it (a
+/// round of `driver`'s work, or a fed blocker's sum reduction), until the
+/// subject is done. This rank's outcomes are not under test (the subject may
+/// have cancelled), only the subject's.
+pub(crate) fn late_peer_rounds<H: Harness>(
+    ctx: &RankCtx<'_, H>,
+    driver: Option<Driver<H>>,
+) -> Check {
+    let early = driver.is_some() && joins_early(ctx);
+    for round in 0.. {
+        let starts = round_signals(round, early);
+        let starts: Vec<&str> = starts.iter().map(String::as_str).collect();
+        let completion = match ctx.await_any_signal(&starts, slack::RELEASE * 4) {
+            Some(0) => match driver {
+                Some(driver) => (driver.submit)(ctx, ctx.executor(), driver.light())?.completion,
+                None => {
+                    return Err(Finding::Harness(format!(
+                        "late peer {}: round {round} of a script without a driver",
+                        ctx.rank()
+                    )))
+                }
+            },
+            Some(1) => {
+                let feed = ctx.harness().claims().feed().ok_or_else(|| {
+                    Finding::Harness("a fed round without a claimed sum reduction".into())
+                })?;
+                feed(ctx, ctx.executor())?.0
+            }
+            // Done, or the subject never released: its own script reports why.
+            _ => break,
+        };
+        // Keep this rank's part until it completes, or until the subject
+        // moves on (a next round, or done): a round that never completes
+        // must not hold up the next one.
+        let next = round_signals(round + 1, early);
+        let next: Vec<&str> = next.iter().map(String::as_str).collect();
+        let start = Instant::now();
+        while !matches!(completion.is_complete(), Ok(true) | Err(_))
+            && start.elapsed() < slack::RELEASE
+            && ctx
+                .await_any_signal(&next, Duration::from_millis(1))
+                .is_none()
+        {}
+        ctx.signal(&settled(round, ctx.rank()));
+    }
+    Ok(())
+}
+
+/// Runs `subject` on rank 0 and the late-peer role on every other rank
+/// (joining `driver`'s rounds, when there is one, and fed blockers'), and
+/// tells the late peers when the subject is done.
+pub(crate) fn with_late_peers<H: Harness>(
+    driver: Option<Driver<H>>,
+    subject: impl Fn(&RankCtx<'_, H>) -> Check + Send + Sync + 'static,
+) -> crate::world::Script<H> {
+    std::sync::Arc::new(move |ctx: &RankCtx<'_, H>| {
+        if ctx.rank() == 0 {
+            let outcome = subject(ctx);
+            ctx.signal(DONE);
+            outcome
+        } else {
+            late_peer_rounds(ctx, driver)
+        }
+    })
+}
+
 /// The signal that tells late peers the subject has finished.
 const DONE: &str = "subject-done";
 
@@ -311,7 +421,7 @@ impl<H: Harness> Pending<'_, '_, H> {
 
     /// After [`Pending::release`]: waits (bounded by `limit`) until every
     /// late peer's part of the round is over (every rank but the subject
-    /// plays one, see [`Driver::late_peer`]), so that a collective has run on
+    /// plays one, see [`late_peer_rounds`]), so that a collective has run on
     /// every member; `false` when one's is not. Immediate in a world of one
     /// rank, or before the release.
     pub(crate) fn await_late_peers(&self, limit: Duration) -> bool {
@@ -485,9 +595,13 @@ impl<H: Harness> Driver<H> {
             PendingVia::Hold => Some(ctx.hold(executor)?),
             PendingVia::Lazy | PendingVia::LatePeer | PendingVia::PeerFed => None,
         };
-        let round = ctx.rounds.get();
-        ctx.rounds.set(round + 1);
-        let mut submitted = submit(ctx, executor)?;
+        let round = next_round(ctx);
+        let submitted = submit(ctx, executor);
+        // An early peer joins now. When the submission failed it joins too
+        // (its part then waits alone), so that the round is never left
+        // unstarted: the failed check ends the case, and `DONE` lets it go.
+        ctx.signal(&self::submitted(round));
+        let mut submitted = submitted?;
         submitted.watch = ctx.optional_observer(submitted.completion.as_ref());
         Ok(Pending {
             submitted,
@@ -496,35 +610,6 @@ impl<H: Harness> Driver<H> {
             round,
             released: false,
         })
-    }
-
-    /// The late peers' side: join each round when the subject releases it,
-    /// until the subject is done. This rank's outcomes are not under test
-    /// (the subject may have cancelled), only the subject's.
-    pub(crate) fn late_peer(&self, ctx: &RankCtx<'_, H>) -> Check {
-        for round in 0.. {
-            let next = join(round);
-            match ctx.await_any_signal(&[&next, DONE], slack::RELEASE * 4) {
-                Some(0) => {
-                    let submitted = (self.submit)(ctx, ctx.executor(), self.light())?;
-                    // Keep this rank's part until it completes, or until the
-                    // subject moves on (a next round, or done): a round that
-                    // never completes must not hold up the next one.
-                    let (again, done) = (join(round + 1), DONE);
-                    let start = Instant::now();
-                    while !matches!(submitted.completion.is_complete(), Ok(true) | Err(_))
-                        && start.elapsed() < slack::RELEASE
-                        && ctx
-                            .await_any_signal(&[&again, done], Duration::from_millis(1))
-                            .is_none()
-                    {}
-                    ctx.signal(&settled(round, ctx.rank()));
-                }
-                // Done, or the subject never released: its own script reports why.
-                _ => break,
-            }
-        }
-        Ok(())
     }
 
     /// Submits on the rank's executor without keeping anything pending
@@ -538,15 +623,7 @@ impl<H: Harness> Driver<H> {
         self,
         subject: impl Fn(&RankCtx<'_, H>, Driver<H>) -> Check + Send + Sync + 'static,
     ) -> crate::world::Script<H> {
-        std::sync::Arc::new(move |ctx: &RankCtx<'_, H>| {
-            if ctx.rank() == 0 {
-                let outcome = subject(ctx, self);
-                ctx.signal(DONE);
-                outcome
-            } else {
-                self.late_peer(ctx)
-            }
-        })
+        with_late_peers(Some(self), move |ctx| subject(ctx, self))
     }
 }
 
@@ -663,8 +740,10 @@ where
 {
     |ctx, executor| {
         let input = ctx.tensor(&values(ctx.rank(), 4), &[4])?;
-        let submission = Backend::<H>::all_reduce_sum(input, ctx.group(), executor)
-            .map_err(|e| failed(ctx, Operation::AllReduceSum, e))?;
+        let submission = waits_for_peers(Operation::AllReduceSum, || {
+            Backend::<H>::all_reduce_sum(input, ctx.group(), executor)
+        })
+        .map_err(|e| failed(ctx, Operation::AllReduceSum, e))?;
         Ok((
             Handle::Communication(submission.completion),
             submission.output,
@@ -727,7 +806,7 @@ pub(crate) fn local_pending(instruments: crate::Instruments, peer_fed: bool) -> 
 }
 
 /// Ranks of a local driver: two when a late peer feeds the work.
-fn local_ranks(pending: PendingVia) -> usize {
+pub(crate) fn local_ranks(pending: PendingVia) -> usize {
     if pending == PendingVia::PeerFed {
         2
     } else {
@@ -787,6 +866,26 @@ fn failed<H: Harness>(
     crate::check::setup(message)
 }
 
+/// A collective's submission call, made before its late peers joined, under
+/// the block guard: a backend whose submission waits for its peers (a
+/// synchronous collective) never returns there. eredu bounds no submission
+/// (no SPEC invariant says it must return at once), so after
+/// [`slack::BLOCKED`] the case ends inconclusive, naming the call, instead of
+/// a watchdog `timeout`.
+pub(crate) fn waits_for_peers<T>(operation: Operation, call: impl FnOnce() -> T) -> T {
+    let what = match operation {
+        Operation::AllReduceSum => "all_reduce_sum() before its late peers joined (a submission that waits for its peers)",
+        Operation::AllGatherEven => "all_gather_even() before its late peers joined (a submission that waits for its peers)",
+        Operation::AllGatherUneven => "all_gather_uneven() before its late peers joined (a submission that waits for its peers)",
+        Operation::VariableAllToAll => "variable_all_to_all() before its late peers joined (a submission that waits for its peers)",
+        Operation::SendReceive => "send_receive() before its peer joined (a submission that waits for its peer)",
+        Operation::Broadcast => "broadcast() before its late peers joined (a submission that waits for its peers)",
+        Operation::Barrier => "barrier() before its late peers joined (a submission that waits for its peers)",
+        Operation::AgreeSuccess => "agree_success() before its late peers joined (a submission that waits for its peers)",
+    };
+    guarded(what, crate::world::SETUP, slack::BLOCKED, call)
+}
+
 /// Communication submission with one input and one output tensor.
 fn one_to_one<H: Harness>(
     ctx: &RankCtx<'_, H>,
@@ -801,7 +900,8 @@ fn one_to_one<H: Harness>(
     >,
 ) -> Result<Submitted<H>, Finding> {
     let input_probes = probes(ctx, &[&input])?;
-    let submission = submit(input).map_err(|e| failed(ctx, operation, e))?;
+    let submission =
+        waits_for_peers(operation, || submit(input)).map_err(|e| failed(ctx, operation, e))?;
     let output_probes = probes(ctx, &[&submission.output])?;
     Ok(Submitted {
         completion: Handle::Communication(submission.completion),
@@ -901,8 +1001,10 @@ where
     Backend<H>: BarrierBackend,
 {
     operation_driver(Operation::Barrier, |ctx, executor, _| {
-        let completion = Backend::<H>::barrier(ctx.group(), executor)
-            .map_err(|e| failed(ctx, Operation::Barrier, e))?;
+        let completion = waits_for_peers(Operation::Barrier, || {
+            Backend::<H>::barrier(ctx.group(), executor)
+        })
+        .map_err(|e| failed(ctx, Operation::Barrier, e))?;
         Ok(Submitted {
             completion: Handle::Communication(completion),
             input_probes: Vec::new(),

@@ -23,16 +23,22 @@ fn failed_on(cases: &[CaseResult], subject: Subject) -> bool {
         .any(|case| case.subject == subject && case.verdict.is_failure())
 }
 
+/// `defect`, run black-box, fails its own invariant on each of `subjects`.
+fn fails_on(defect: Defect, subjects: &[Subject]) {
+    let cases = black_box(defect);
+    for subject in subjects {
+        assert!(failed_on(&cases, *subject), "{subject}: {cases:#?}");
+    }
+}
+
+const ALL_REDUCE_SUM: Subject = Subject::Operation(commcheck::Operation::AllReduceSum);
+const SEND_RECEIVE: Subject = Subject::Operation(commcheck::Operation::SendReceive);
+
 #[test]
 fn can_4_native_cancel_errors_fails_on_a_local_and_an_operation_subject() {
-    let cases = black_box(Defect::NativeCancelErrors);
-    assert!(failed_on(&cases, Subject::LocalDependencies), "{cases:#?}");
-    assert!(
-        failed_on(
-            &cases,
-            Subject::Operation(commcheck::Operation::AllReduceSum)
-        ),
-        "{cases:#?}"
+    fails_on(
+        Defect::NativeCancelErrors,
+        &[Subject::LocalDependencies, ALL_REDUCE_SUM],
     );
 }
 
@@ -62,15 +68,26 @@ fn exc_1_blocking_is_complete_fails_exc_1() {
 /// device fails EXC-4 on local subjects (peer-fed) and on operations.
 #[test]
 fn exc_4_wait_for_device_fails_exc_4_without_lazy_work() {
-    let cases = black_box(Defect::WaitForDevice);
-    assert!(failed_on(&cases, Subject::LocalDependencies), "{cases:#?}");
-    assert!(
-        failed_on(
-            &cases,
-            Subject::Operation(commcheck::Operation::AllReduceSum)
-        ),
-        "{cases:#?}"
+    fails_on(
+        Defect::WaitForDevice,
+        &[Subject::LocalDependencies, ALL_REDUCE_SUM],
     );
+}
+
+/// EXC-6 with no fault injection provokes its error through the public API
+/// (a header mismatch on `send_receive`): an error replaced by success fails
+/// EXC-6 there.
+#[test]
+fn exc_6_non_sticky_error_fails_exc_6_with_a_provoked_error() {
+    fails_on(Defect::NonStickyError, &[SEND_RECEIVE]);
+}
+
+/// CAN-9 with no fault injection: work failed by a header mismatch on
+/// `send_receive` must yield `Err` from `wait_bounded`; reporting it
+/// `Completed` fails CAN-9 there.
+#[test]
+fn can_9_failed_is_completed_fails_can_9_with_a_provoked_error() {
+    fails_on(Defect::FailedIsCompleted, &[SEND_RECEIVE]);
 }
 
 /// The same on the eager personality, which has no lazy work at all: local

@@ -302,7 +302,7 @@ fn resources_releasable(core: &Core, device: &CpuDevice, drains: bool) -> bool {
             let deadline = Instant::now().checked_add(Duration::from_millis(100));
             core.wait_for(deadline, |seen| seen.released);
         }
-        device.drain_kept();
+        drain_kept(core);
     }
     match core.try_observe() {
         None => false,
@@ -312,6 +312,14 @@ fn resources_releasable(core: &Core, device: &CpuDevice, drains: bool) -> bool {
                     && (seen.error.is_some() || seen.cancel_requested))
                 || (device.has(Defect::ReleasableAfterDeadline) && seen.deadline_passed)
         }
+    }
+}
+
+/// Drops the values the EXC-8 destructor defect kept on terminal work
+/// (values of live work stay: they are still retained).
+fn drain_kept(core: &Core) {
+    if core.observe().phase.is_terminal() {
+        drop(core.take_retained());
     }
 }
 
@@ -417,7 +425,7 @@ impl Drop for CpuCompletion {
         // `resources_releasable` call, but never past the completion's life
         // (it breaks EXC-8 only, and leaks nothing).
         if self.has(Defect::ReleasableRunsDestructors) {
-            self.device.drain_kept();
+            drain_kept(&self.core);
         }
     }
 }

@@ -269,6 +269,12 @@ impl Core {
         std::mem::take(&mut lock(&self.inner).retained)
     }
 
+    /// Keeps values on terminal work, for the completion to drop later
+    /// (the EXC-8 destructor defect only).
+    pub fn keep_after_end(&self, values: Vec<Retained>) {
+        lock(&self.inner).retained.extend(values);
+    }
+
     pub fn cancel_requested(&self) -> bool {
         lock(&self.inner).cancel_requested
     }

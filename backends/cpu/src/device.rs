@@ -331,39 +331,34 @@ impl CpuDevice {
     pub(crate) fn finish(&self, core: &Core, outcome: Result<(), CpuError>) {
         if let Some(retained) = core.finish(outcome) {
             self.shared.ledger.down(Kind::Pending);
-            self.release(retained);
+            self.release(core, retained);
             core.mark_released();
         }
     }
 
     /// Releases retained values of terminal work (outside every lock).
-    pub(crate) fn release(&self, retained: Vec<Retained>) {
+    pub(crate) fn release(&self, core: &Core, retained: Vec<Retained>) {
         if self.has(Defect::LeakRetained) {
             guard(&self.shared.leaked).extend(retained);
         } else if self.has(Defect::ReleasableRunsDestructors) {
-            // Defect: keep application values (`retain_until_complete`) until
-            // `resources_releasable` is called (or the completion is dropped);
-            // native resources are released as usual.
+            // Defect: keep application values (`retain_until_complete`) on
+            // the work until its completion's `resources_releasable` is
+            // called (or the completion is dropped); native resources are
+            // released as usual.
             let (kept, released): (Vec<_>, Vec<_>) = retained
                 .into_iter()
                 .partition(|value| value.is::<KeptForReleasable>());
-            guard(&self.shared.leaked).extend(kept);
+            core.keep_after_end(kept);
             drop(released);
         } else {
             drop(retained);
         }
     }
 
-    /// Drops values kept by the EXC-8 destructor defect (and leaked ones).
-    pub(crate) fn drain_kept(&self) {
-        let kept = std::mem::take(&mut *guard(&self.shared.leaked));
-        drop(kept);
-    }
-
     /// Accounts for work torn down before it started (NativeCancel of queued work).
     pub(crate) fn torn_down(&self, core: &Core, retained: Vec<Retained>) {
         self.shared.ledger.down(Kind::Pending);
-        self.release(retained);
+        self.release(core, retained);
         core.mark_released();
     }
 }

@@ -1,6 +1,6 @@
 //! The late peer: rank 1 follows rank 0's collective rounds.
 //!
-//! This is the completion matrix's late-peer protocol (`matrix::Driver::late_peer`:
+//! This is the completion matrix's late-peer protocol (`matrix::late_peer_rounds`:
 //! rounds in order, each joined only when the subject releases it) extended
 //! to a sequence that mixes operations: the release signal names the driver
 //! (by claim order) rank 1 must submit, and a round rank 0 gave up on

@@ -75,7 +75,7 @@ pub(crate) fn rows<H: Harness>() -> Vec<Row<H>> {
             requires: needs::NOTHING,
             timing: false,
             pass_needs: needs::NOTHING,
-            body: Body::Matrix(completion_is_reported_exactly::<H>),
+            body: Body::MatrixPartDone(completion_is_reported_exactly::<H>),
         },
         Row {
             id: "CAN-2",
@@ -83,7 +83,7 @@ pub(crate) fn rows<H: Harness>() -> Vec<Row<H>> {
             requires: needs::NOTHING,
             timing: true,
             pass_needs: needs::NOTHING,
-            body: Body::Matrix(deadline_is_honoured::<H>),
+            body: Body::MatrixPartDone(deadline_is_honoured::<H>),
         },
         Row {
             id: "CAN-3",
@@ -91,7 +91,7 @@ pub(crate) fn rows<H: Harness>() -> Vec<Row<H>> {
             requires: needs::NOTHING,
             timing: false,
             pass_needs: needs::NOTHING,
-            body: Body::Matrix(reported_mode_is_the_policy_mode::<H>),
+            body: Body::MatrixPartDone(reported_mode_is_the_policy_mode::<H>),
         },
         Row {
             id: "CAN-4",
@@ -99,7 +99,7 @@ pub(crate) fn rows<H: Harness>() -> Vec<Row<H>> {
             requires: needs::NOTHING,
             timing: false,
             pass_needs: needs::NOTHING,
-            body: Body::Matrix(supported_modes_are_honoured::<H>),
+            body: Body::MatrixPartDone(supported_modes_are_honoured::<H>),
         },
         Row {
             id: "CAN-5",

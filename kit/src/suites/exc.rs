@@ -444,8 +444,9 @@ fn wait_returns_only_after_completion<H: Harness>(
 /// subject's own work on the lane, whose peer joins only after the subject's
 /// (submitted after it, so a backend that matches a group's collectives in
 /// submission order pairs each with its own: black-box, with no timing);
-/// else lazy work. `send_receive` rounds share one route, where two
-/// receives could take each other's message, so it keeps lazy work.
+/// else a [`Blocker`] (fed, or lazy work). `send_receive` rounds share one
+/// route, where two receives could take each other's message, so it keeps a
+/// blocker.
 fn peer_round_keeps_busy<H: Harness>(ctx: &RankCtx<'_, H>, driver: Driver<H>) -> bool {
     !ctx.harness().instruments().hold
         && driver.pending.late_peers()
@@ -453,7 +454,7 @@ fn peer_round_keeps_busy<H: Harness>(ctx: &RankCtx<'_, H>, driver: Driver<H>) ->
 }
 
 enum Busy<'c, 'w, H: Harness> {
-    Blocker(Blocker<H>),
+    Blocker(Blocker<'c, 'w, H>),
     Round(Pending<'c, 'w, H>),
 }
 
@@ -465,9 +466,16 @@ impl<'c, 'w, H: Harness> Busy<'c, 'w, H> {
         let blocker = Blocker::block(ctx, lane, 4)?;
         if matches!(blocker.completion.is_complete(), Ok(true)) {
             blocker.confirm("the blocked lane's work reported complete")?;
-            return Err(Finding::Harness(
-                "the hold instrument did not keep work on a forked lane pending".into(),
-            ));
+            return Err(if blocker.certain() && !ctx.harness().instruments().hold {
+                crate::check::setup(
+                    "work on the output of a sum reduction whose late peer had not joined reported \
+                     complete (see EXC-2): the forked lane is not busy",
+                )
+            } else {
+                Finding::Harness(
+                    "the hold instrument did not keep work on a forked lane pending".into(),
+                )
+            });
         }
         Ok(Self::Blocker(blocker))
     }
@@ -498,8 +506,9 @@ impl<'c, 'w, H: Harness> Busy<'c, 'w, H> {
 fn wait_ignores_a_blocked_lane<H: Harness>(ctx: &RankCtx<'_, H>, driver: Driver<H>) -> Check {
     let lane = fork_one_lane(ctx)?;
     let lane: &Executor<H> = std::borrow::Borrow::borrow(&lane);
-    let late_peer_round = peer_round_keeps_busy(ctx, driver);
-    // A late-peer round on the lane comes after the subject's (see `Busy`).
+    // A late-peer round on the lane (the subject's work, or a fed blocker's)
+    // comes after the subject's: peers join rounds in order.
+    let late_peer_round = !ctx.harness().instruments().hold && driver.pending.late_peers();
     let (busy, mut pending) = if late_peer_round {
         let pending = driver.about_to_release(ctx)?;
         (Busy::on(ctx, driver, lane)?, pending)

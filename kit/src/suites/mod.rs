@@ -5,6 +5,8 @@
 pub(crate) mod a2a;
 pub(crate) mod agr;
 pub(crate) mod bar;
+mod blocker;
+pub(crate) use blocker::{free_lane_limit, Blocker};
 pub(crate) mod brd;
 mod can;
 pub(crate) use can::unclaimed_mode;
@@ -24,7 +26,7 @@ use eredu_runtime::backend::SubmissionBackend;
 
 use crate::case::Row;
 use crate::check::{slack, Check, Finding};
-use crate::harness::{Backend, CommCompletion, Executor, Harness, HoldGuard, OwnedExecutor, Probe};
+use crate::harness::{Backend, CommCompletion, Harness, OwnedExecutor, Probe};
 use crate::matrix::{wait_within, Handle, Pending, Subject, Submitted};
 use crate::world::RankCtx;
 
@@ -106,77 +108,6 @@ pub(crate) fn any_completion(subject: Subject) -> bool {
 /// Completion-matrix subjects with a bounded wait (all but plain submissions).
 pub(crate) fn bounded(subject: Subject) -> bool {
     subject == Subject::LocalDependencies || subject.operation().is_some()
-}
-
-/// An executor kept busy: by the hold instrument when the harness provides
-/// it, otherwise by a submission of lazy work (black-box, busy for a known
-/// while only). Used where a check needs *another* lane blocked (EXC-4,
-/// SUB-1, SUB-3).
-pub(crate) struct Blocker<H: Harness> {
-    /// The submission that keeps the lane busy.
-    pub(crate) completion: Handle<H>,
-    hold: Option<HoldGuard>,
-    /// Lazy work: until when it is certainly busy, and how long it takes.
-    lazy: Option<crate::matrix::LazyWindow>,
-}
-
-impl<H: Harness> Blocker<H> {
-    /// Blocks `executor`; `factor` scales lazy work (to outlast other lazy
-    /// work of the same check).
-    pub(crate) fn block(
-        ctx: &RankCtx<'_, H>,
-        executor: &Executor<H>,
-        factor: usize,
-    ) -> Result<Self, Finding> {
-        let (hold, input, lazy) = if ctx.harness().instruments().hold {
-            (
-                Some(ctx.hold(executor)?),
-                ctx.tensor(&[1.0, 2.0], &[2])?,
-                None,
-            )
-        } else {
-            let heavy = crate::lazy::heavier(ctx, executor, factor)?;
-            (None, heavy.tensor, Some((heavy.pending_until, heavy.takes)))
-        };
-        let completion = Backend::<H>::submit(executor, [&input])
-            .map(Handle::Plain)
-            .map_err(|e| crate::check::setup(format!("submit on the lane to block failed: {e}")))?;
-        Ok(Self {
-            completion,
-            hold,
-            lazy,
-        })
-    }
-
-    /// Whether the blocked lane is certainly still busy.
-    pub(crate) fn surely_busy(&self) -> bool {
-        self.lazy.is_none_or(|(until, _)| Instant::now() < until)
-            && (self.hold.is_some() || self.lazy.is_some())
-    }
-
-    /// `Ok` while the lane is certainly busy, otherwise inconclusive.
-    pub(crate) fn confirm(&self, what: &str) -> Check {
-        if self.surely_busy() {
-            Ok(())
-        } else {
-            Err(crate::check::setup(format!(
-                "the lazy work that blocked another lane may have finished before {what}"
-            )))
-        }
-    }
-
-    /// How long the blocking work may take once released.
-    pub(crate) fn completes_within(&self) -> Duration {
-        crate::matrix::completes_within(self.lazy)
-    }
-
-    /// Unblocks the lane (a no-op for lazy work) and waits for its work.
-    pub(crate) fn release_and_finish(mut self, what: impl FnOnce() -> String) -> Check {
-        drop(self.hold.take());
-        let limit = self.completes_within();
-        wait_within(&self.completion, limit)
-            .map_err(|error| crate::check::setup(format!("{}: {error}", what())))
-    }
 }
 
 /// Submits one materialised value on the rank's executor and waits (bounded

@@ -79,6 +79,32 @@ where
                 script: mismatching_headers_never_succeed::<H>,
             },
         },
+        // EXC-6's natural form: the error a header mismatch provokes through
+        // the public API, for a harness without fault injection (the
+        // catalogue prefers the suites' own EXC-6 row where it can run).
+        Row {
+            id: "EXC-6",
+            applies: send_receive,
+            requires: needs::NOTHING,
+            timing: false,
+            pass_needs: needs::NOTHING,
+            body: Body::Direct {
+                ranks: 2,
+                script: a_provoked_error_is_sticky::<H>,
+            },
+        },
+        // CAN-9's natural form, as EXC-6's above.
+        Row {
+            id: "CAN-9",
+            applies: send_receive,
+            requires: needs::NOTHING,
+            timing: false,
+            pass_needs: needs::NOTHING,
+            body: Body::Direct {
+                ranks: 2,
+                script: provoked_failure_is_an_error::<H>,
+            },
+        },
         Row {
             id: "P2P-3",
             applies: send_receive,
@@ -571,47 +597,95 @@ where
     settle_side(ctx, &trap.link, &completion)
 }
 
-/// Receives with the expected headers: the completion must fail, stickily.
-fn receive_mismatching<H: Harness>(ctx: &RankCtx<'_, H>, trap: &Trap, route: &H::Route) -> Check
+/// What the receiver of a mismatching frame saw.
+enum Received<H: Harness> {
+    /// Its completion reported an error (the completion, for more calls).
+    Failed(Handle<H>),
+    /// Its completion reported success after the sender's backend refused
+    /// the mismatching frame (and sent a well-formed one instead).
+    Refused,
+    /// Its completion reported success for the mismatching frame.
+    Succeeded,
+    /// Its completion neither failed nor completed within [`slack::RELEASE`].
+    Hung,
+}
+
+/// Receives `trap`'s route with the expected headers (the sender sends the
+/// mismatching frame).
+fn receive_mismatching_frame<H: Harness>(
+    ctx: &RankCtx<'_, H>,
+    trap: &Trap,
+    route: &H::Route,
+    what: &str,
+) -> Result<Received<H>, Finding>
 where
     Backend<H>: PointToPointBackend,
 {
-    let what = format!(
-        "{}, receiver rank {}, sent {}",
-        trap.link.describe(),
-        ctx.rank(),
-        trap.mismatch.describe(trap.index)
-    );
     let framed = well_formed(ctx, &trap.link)?;
     let (completion, _outputs) = submit(ctx, framed, route).map_err(|error| {
         Finding::Violation(format!(
             "{what}: the receiver's own well-formed submission was refused: {error}"
         ))
     })?;
-    match poll(&completion, slack::RELEASE) {
-        Polled::Complete if ctx.await_signal(&refused(trap), Duration::ZERO) => Ok(()),
-        Polled::Complete => Err(Finding::Violation(format!(
+    Ok(match poll(&completion, slack::RELEASE) {
+        Polled::Complete if ctx.await_signal(&refused(trap), Duration::ZERO) => Received::Refused,
+        Polled::Complete => Received::Succeeded,
+        Polled::Pending => Received::Hung,
+        Polled::Error(_) => Received::Failed(completion),
+    })
+}
+
+/// What the receiver of `trap`, on this rank, is told, for messages.
+fn receiver_what<H: Harness>(ctx: &RankCtx<'_, H>, trap: &Trap) -> String {
+    format!(
+        "{}, receiver rank {}, sent {}",
+        trap.link.describe(),
+        ctx.rank(),
+        trap.mismatch.describe(trap.index)
+    )
+}
+
+/// Receives with the expected headers: the completion must fail, stickily.
+fn receive_mismatching<H: Harness>(ctx: &RankCtx<'_, H>, trap: &Trap, route: &H::Route) -> Check
+where
+    Backend<H>: PointToPointBackend,
+{
+    let what = receiver_what(ctx, trap);
+    match receive_mismatching_frame(ctx, trap, route, &what)? {
+        Received::Refused => Ok(()),
+        Received::Succeeded => Err(Finding::Violation(format!(
             "{what}: the receiver's completion reported success (expected an error: the received header differs from its header())"
         ))),
-        Polled::Pending => Err(Finding::Violation(format!(
+        Received::Hung => Err(Finding::Violation(format!(
             "{what}: the receiver neither failed nor completed within {:?} (a hang, expected an error)",
             slack::RELEASE
         ))),
-        Polled::Error(_) => error_is_sticky(ctx, completion, &what),
+        Received::Failed(completion) => error_is_sticky(ctx, completion, &what),
     }
 }
 
-/// After an error was reported: `is_complete`, `wait` and `wait_bounded`
-/// all report an error again (EXC-6, as P2P-2 requires).
+/// Calls of `is_complete` after an error was reported, each of which must
+/// report an error again.
+const STICKY_CALLS: usize = 64;
+
+/// After an error was reported: [`STICKY_CALLS`] `is_complete` calls, `wait`
+/// and `wait_bounded` all report an error again (EXC-6, as P2P-2 requires).
 fn error_is_sticky<H: Harness>(ctx: &RankCtx<'_, H>, completion: Handle<H>, what: &str) -> Check {
-    if let Ok(state) = completion.is_complete() {
-        return Err(Finding::Violation(format!(
-            "{what}: after the header mismatch was reported, is_complete returned Ok({state}) (the error must be sticky)"
-        )));
+    for call in 1..=STICKY_CALLS {
+        if let Ok(state) = completion.is_complete() {
+            return Err(Finding::Violation(format!(
+                "{what}: after the header mismatch was reported, is_complete call {call} returned Ok({state}) (the error must be sticky)"
+            )));
+        }
     }
     if completion.wait_on_complete().is_ok() {
         return Err(Finding::Violation(format!(
             "{what}: after the header mismatch was reported, wait returned Ok (the error must be sticky)"
+        )));
+    }
+    if completion.is_complete().is_ok() {
+        return Err(Finding::Violation(format!(
+            "{what}: after wait reported the header mismatch again, is_complete returned Ok (the error must be sticky)"
         )));
     }
     let mode = if supported::<H>(CompletionCancellationMode::QuarantineUntilComplete) {
@@ -627,6 +701,126 @@ fn error_is_sticky<H: Harness>(ctx: &RankCtx<'_, H>, completion: Handle<H>, what
         ))),
         Some(Err(_)) | None => Ok(()),
     }
+}
+
+/// Provokes an error through the public API, for the natural forms of EXC-6
+/// and CAN-9 (harnesses without fault injection): rank 1 sends a bundle on
+/// route `route_id` whose header frames one value as `f16`, rank 0 receives
+/// with its own `f32` header, which P2P-2 requires to fail. On the sender,
+/// `None` once it sent; on the receiver, its completion once it reported the
+/// error, and what it is, for messages. A backend that refuses the frame at
+/// the sender leaves no error on a completion (not-supported: `id` needs fault
+/// injection there); one whose receiver succeeds or hangs breaks P2P-2
+/// (recorded there), and the attempt checked nothing of `id` (inconclusive).
+fn provoked_error<H: Harness>(
+    ctx: &RankCtx<'_, H>,
+    id: &str,
+    route_id: u64,
+) -> Result<Option<(Handle<H>, String)>, Finding>
+where
+    Backend<H>: PointToPointBackend,
+{
+    let trap = Trap {
+        link: Link {
+            id: route_id,
+            source: 1,
+            destination: 0,
+            shapes: vec![vec![2, 3], vec![1], vec![4]],
+        },
+        mismatch: Mismatch::Dtype,
+        index: (mix(ctx.seed(), route_id, 60) % 3) as usize,
+    };
+    let ends = open(
+        ctx,
+        std::slice::from_ref(&trap.link),
+        &format!("natural-{route_id}"),
+    )?;
+    let Some(route) = ends.into_iter().next().flatten() else {
+        return Ok(None);
+    };
+    if ctx.rank() == trap.link.source {
+        send_mismatching(ctx, &trap, &route)?;
+        return Ok(None);
+    }
+    let what = receiver_what(ctx, &trap);
+    match receive_mismatching_frame(ctx, &trap, &route, &what)? {
+        Received::Failed(completion) => Ok(Some((completion, what))),
+        Received::Refused => Err(Finding::NotSupported(format!(
+            "{what}: the backend refused the mismatching frame when it was sent, so no error reached a \
+             completion; {id} needs fault injection here"
+        ))),
+        outcome @ (Received::Succeeded | Received::Hung) => {
+            let seen = if matches!(outcome, Received::Succeeded) {
+                "reported success"
+            } else {
+                "neither failed nor completed"
+            };
+            let message = format!(
+                "{what}: the receiver's completion {seen} (P2P-2 requires an error), so there was no \
+                 failed work for {id} to check"
+            );
+            ctx.attribute("P2P-2", message.clone());
+            Err(crate::check::setup(message))
+        }
+    }
+}
+
+/// EXC-6 with no fault injection: once the error provoked by a header
+/// mismatch (see [`provoked_error`]) was reported, every later
+/// `is_complete`, `wait` and `wait_bounded` reports an error.
+fn a_provoked_error_is_sticky<H: Harness>(ctx: &RankCtx<'_, H>) -> Check
+where
+    Backend<H>: PointToPointBackend,
+{
+    match provoked_error(ctx, "EXC-6", 500)? {
+        Some((completion, what)) => error_is_sticky(ctx, completion, &what),
+        None => Ok(()),
+    }
+}
+
+/// CAN-9 with no fault injection: in each supported mode, work that failed
+/// through a header mismatch (see [`provoked_error`]) yields `Err` from
+/// `wait_bounded`, never `Completed` or `DeadlineExceeded`. Both ranks go
+/// through the modes in the same order, one route each.
+fn provoked_failure_is_an_error<H: Harness>(ctx: &RankCtx<'_, H>) -> Check
+where
+    Backend<H>: PointToPointBackend,
+{
+    let modes: Vec<CompletionCancellationMode> = [
+        CompletionCancellationMode::QuarantineUntilComplete,
+        CompletionCancellationMode::NativeCancel,
+    ]
+    .into_iter()
+    .filter(|mode| supported::<H>(*mode))
+    .collect();
+    if modes.is_empty() {
+        return Err(Finding::NotSupported(
+            "the backend supports no cancellation mode, so it has no bounded wait to check".into(),
+        ));
+    }
+    // Every mode's route is played to its end on both ranks, whatever an
+    // earlier one found, so that no peer is left waiting.
+    let mut findings = Findings::default();
+    for (index, mode) in modes.into_iter().enumerate() {
+        findings.add(
+            provoked_error(ctx, "CAN-9", 501 + index as u64).and_then(|provoked| {
+                let Some((completion, what)) = provoked else {
+                    return Ok(());
+                };
+                let policy = BoundedCompletionWait::new(slack::RELEASE, mode)
+                    .map_err(|e| Finding::Harness(e.to_string()))?;
+                match completion.wait_bounded(ctx, policy) {
+                    Some(Ok(outcome)) => Err(Finding::Violation(format!(
+                        "{what}: after the receiver reported the header mismatch, wait_bounded({:?}, \
+                         {mode:?}) returned Ok({outcome:?}); work that failed must yield Err",
+                        slack::RELEASE
+                    ))),
+                    Some(Err(_)) | None => Ok(()),
+                }
+            }),
+        );
+    }
+    findings.into_check()
 }
 
 // ---------------------------------------------------------------------------

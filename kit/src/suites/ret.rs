@@ -281,7 +281,7 @@ fn queued_behind_a_blocker<'c, 'w, H: Harness>(
     ctx: &'c RankCtx<'w, H>,
     driver: Driver<H>,
     executor: &crate::harness::Executor<H>,
-) -> Result<(Blocker<H>, Pending<'c, 'w, H>), Finding> {
+) -> Result<(Blocker<'c, 'w, H>, Pending<'c, 'w, H>), Finding> {
     let blocker = Blocker::block(ctx, executor, 1)?;
     let pending = driver.pending_on(ctx, executor)?;
     Ok((blocker, pending))

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use eredu_runtime::backend::{CommunicationBackend, SubmissionBackend};
 
 use super::exact::same_bits;
-use super::{must_complete, needs, settle, Blocker};
+use super::{free_lane_limit, must_complete, needs, settle, Blocker};
 use crate::case::{Body, Row};
 use crate::check::{ensure, eventually, setup, slack, Check, Finding};
 use crate::harness::{Backend, Executor, Harness, Ledger, OwnedExecutor, Probe, Tensor};
@@ -25,10 +25,7 @@ pub(crate) fn rows<H: Harness>() -> Vec<Row<H>> {
             requires: needs::NOTHING,
             timing: true,
             pass_needs: needs::NOTHING,
-            body: Body::Direct {
-                ranks: 1,
-                script: forked_lanes_are_independent::<H>,
-            },
+            body: Body::Blocks(forked_lanes_are_independent::<H>),
         },
         Row {
             id: "SUB-2",
@@ -47,10 +44,7 @@ pub(crate) fn rows<H: Harness>() -> Vec<Row<H>> {
             requires: needs::NOTHING,
             timing: true,
             pass_needs: needs::NOTHING,
-            body: Body::Direct {
-                ranks: 1,
-                script: order_after_orders_the_consumer::<H>,
-            },
+            body: Body::Blocks(order_after_orders_the_consumer::<H>),
         },
         Row {
             id: "SUB-4",
@@ -128,41 +122,29 @@ fn still_pending<H: Harness>(completion: &Handle<H>) -> Result<bool, String> {
     completion.is_complete().map(|complete| !complete)
 }
 
-/// Whether the harness's hold keeps blockers busy (else lazy work does; see
-/// [`Blocker`]).
-fn held<H: Harness>(ctx: &RankCtx<'_, H>) -> bool {
-    ctx.harness().instruments().hold
-}
-
-/// How a [`Blocker`] keeps its lane busy, for messages.
-fn busy_how<H: Harness>(ctx: &RankCtx<'_, H>) -> &'static str {
-    if held(ctx) {
-        "held by the hold instrument"
-    } else {
-        "busy evaluating lazy work"
-    }
-}
-
 /// Control (SUB-1, SUB-3): the work that keeps a lane busy must be pending
-/// (under the hold, after a settle), or the `unchecked` property cannot be
-/// checked: the attempt is inconclusive (the hold did not hold, lazy work was
-/// not pending, or `is_complete` answered early: EXC-2's business). An error
-/// from `is_complete` is a violation of `api`.
+/// (after a settle, where the blocker keeps it busy for certain), or the
+/// `unchecked` property cannot be checked: the attempt is inconclusive (the
+/// hold did not hold, a sum reduction completed before its late peer joined,
+/// lazy work was not pending, or `is_complete` answered early: EXC-2's
+/// business). An error from `is_complete` is a violation of `api`.
 fn blocked_work_is_pending<H: Harness>(
-    ctx: &RankCtx<'_, H>,
+    blocker: &Blocker<'_, '_, H>,
     work: &Handle<H>,
     api: &str,
     what: &str,
     unchecked: &str,
 ) -> Check {
-    if held(ctx) {
+    if blocker.certain() {
         settle();
     }
     match still_pending(work) {
         Ok(true) => Ok(()),
-        Ok(false) if held(ctx) => Err(setup(format!(
-            "{what} reported complete while held (the hold instrument did not hold it, or \
-             is_complete answered early, see EXC-2): {unchecked} cannot be checked"
+        Ok(false) if blocker.certain() => Err(setup(format!(
+            "{what} reported complete while its lane was {} (the hold instrument did not hold \
+             it, a sum reduction completed before its late peer joined, or is_complete answered \
+             early, see EXC-2): {unchecked} cannot be checked",
+            blocker.how()
         ))),
         Ok(false) => Err(setup(format!(
             "{what} reported complete at once, while its lazy work was known to be still running \
@@ -199,7 +181,7 @@ enum Race {
 /// Polls `racers` until each has been seen complete while `blocker` was
 /// surely busy (every observation is confirmed by a `surely_busy` after it),
 /// or one stays pending `limit` after its submission while it is.
-fn race<H: Harness>(blocker: &Blocker<H>, racers: &[Racer<H>], limit: Duration) -> Race {
+fn race<H: Harness>(blocker: &Blocker<'_, '_, H>, racers: &[Racer<H>], limit: Duration) -> Race {
     let mut done = vec![false; racers.len()];
     loop {
         let mut seen = Vec::new();
@@ -236,17 +218,6 @@ fn race<H: Harness>(blocker: &Blocker<H>, racers: &[Racer<H>], limit: Duration) 
             return Race::Completed;
         }
         std::thread::sleep(Duration::from_millis(1));
-    }
-}
-
-/// How long work on a free lane may stay pending while another lane is
-/// blocked: under the hold, as long as released work may take; against lazy
-/// work (busy for a known while only), a prompt bound.
-fn free_lane_limit<H: Harness>(ctx: &RankCtx<'_, H>) -> Duration {
-    if held(ctx) {
-        slack::RELEASE
-    } else {
-        slack::PROMPT
     }
 }
 
@@ -391,7 +362,7 @@ fn others_run_while_one_is_blocked<H: Harness>(
     let input = ctx.tensor(&LHS, &SHAPE)?;
     let blocker = Blocker::block(ctx, lane::<H>(&lanes[blocked]), SUB_1_FACTOR)?;
     blocked_work_is_pending(
-        ctx,
+        &blocker,
         &blocker.completion,
         "fork_executors",
         &format!("the work keeping forked lane {blocked} busy"),
@@ -409,8 +380,8 @@ fn others_run_while_one_is_blocked<H: Harness>(
             submitted,
         });
     }
-    let how = busy_how(ctx);
-    match race(&blocker, &racers, free_lane_limit(ctx)) {
+    let how = blocker.how();
+    match race(&blocker, &racers, free_lane_limit(&blocker)) {
         Race::Completed => {}
         Race::Stuck { lane, elapsed } => {
             return Err(Finding::Violation(format!(
@@ -548,7 +519,7 @@ fn order_after_orders_the_consumer<H: Harness>(ctx: &RankCtx<'_, H>) -> Check {
         .map_err(|error| setup(format!("submit of the producer on lane a failed: {error}")))?;
     lanes_are_independent(ctx, b, &blocker)?;
     blocked_work_is_pending(
-        ctx,
+        &blocker,
         &producer,
         "order_after",
         "the producer queued on busy lane a",
@@ -573,7 +544,7 @@ fn order_after_orders_the_consumer<H: Harness>(ctx: &RankCtx<'_, H>) -> Check {
                  failed: {error}"
             ))
         })?;
-    consumer_waits(ctx, &blocker, &producer, &consumer)?;
+    consumer_waits(&blocker, &producer, &consumer)?;
     blocker
         .release_and_finish(|| "the work keeping lane a busy did not complete once released".into())
         .map_err(as_setup)?;
@@ -621,7 +592,7 @@ fn derived<H: Harness>(
 fn lanes_are_independent<H: Harness>(
     ctx: &RankCtx<'_, H>,
     b: &Executor<H>,
-    blocker: &Blocker<H>,
+    blocker: &Blocker<'_, '_, H>,
 ) -> Check {
     let input = ctx.tensor(&RHS, &SHAPE)?;
     blocker.confirm("control work was submitted on lane b")?;
@@ -634,8 +605,12 @@ fn lanes_are_independent<H: Harness>(
         completion,
         submitted,
     };
-    let how = busy_how(ctx);
-    match race(blocker, std::slice::from_ref(&racer), free_lane_limit(ctx)) {
+    let how = blocker.how();
+    match race(
+        blocker,
+        std::slice::from_ref(&racer),
+        free_lane_limit(blocker),
+    ) {
         Race::Completed => Ok(()),
         Race::Stuck { lane, elapsed } => Err(setup(format!(
             "SUB-3 needs independent lanes, but control work on {lane} was still pending \
@@ -654,28 +629,27 @@ fn lanes_are_independent<H: Harness>(
 /// SUB-3's observation, by the backend's own answers. A consumer seen
 /// complete while the producer still reports pending is a violation,
 /// whatever the machine's load (a later `is_complete` of the producer saying
-/// `Ok(false)` means it had not completed when the consumer had). Under the
-/// hold, the consumer is watched for [`slack::SETTLE`] while the producer
-/// surely waits. With lazy work on lane `a` it is watched until the producer
+/// `Ok(false)` means it had not completed when the consumer had). Where the
+/// blocker keeps lane `a` busy for certain (the hold, or a fed round), the
+/// consumer is watched for [`slack::SETTLE`] while the producer surely waits. With lazy work on lane `a` it is watched until the producer
 /// completes: the consumer must be seen pending while the producer is, and
 /// complete only after it; no guess of how long the lazy work takes enters
 /// a verdict (the watch is bounded by the case's release limit only).
 fn consumer_waits<H: Harness>(
-    ctx: &RankCtx<'_, H>,
-    blocker: &Blocker<H>,
+    blocker: &Blocker<'_, '_, H>,
     producer: &Handle<H>,
     consumer: &Handle<H>,
 ) -> Check {
-    let how = busy_how(ctx);
+    let how = blocker.how();
     let limit = blocker.completes_within();
     let started = Instant::now();
     let mut seen_waiting = false;
     loop {
         match still_pending(consumer) {
-            Ok(true) if held(ctx) && started.elapsed() >= slack::SETTLE => {
+            Ok(true) if blocker.certain() && started.elapsed() >= slack::SETTLE => {
                 return blocker.confirm("the ordered consumer was last seen pending");
             }
-            Ok(true) if held(ctx) => {}
+            Ok(true) if blocker.certain() => {}
             Ok(true) => match still_pending(producer) {
                 Ok(true) if started.elapsed() >= limit => {
                     return Err(setup(format!(
