@@ -3,12 +3,12 @@
 
 use commcheck::processes::{Listener, Processes};
 use commcheck::{
-    Claims, CompletionRef, Harness, HarnessError, HoldGuard, Identity, Instruments, Ledger,
-    Observer, Operation, Probe, WireRecord, WorkState, WorldSizes,
+    Claims, CompletionRef, Dtype, Harness, HarnessError, HoldGuard, HostValues, Identity,
+    Instruments, Ledger, Observer, Operation, Probe, WireRecord, WorkState, WorldSizes,
 };
 use commcheck_cpu::{
     CompletionObserver, CpuBackend, CpuCompletion, CpuDevice, CpuExecutor, CpuGroup, CpuRoute,
-    CpuTensor, Defect, Fabric, Personality, Phase,
+    CpuTensor, Defect, Element, Fabric, Personality, Phase, PARALLEL_FROM, SUM_BLOCK,
 };
 use eredu_runtime::CommunicationRouteId;
 use std::collections::HashMap;
@@ -343,12 +343,8 @@ impl Harness for CpuHarness {
         values: &[f32],
         shape: &[usize],
     ) -> Result<CpuTensor, HarnessError> {
-        let shape = shape
-            .iter()
-            .map(|&d| i32::try_from(d).map_err(HarnessError::new))
-            .collect::<Result<Vec<_>, _>>()?;
         rank.device
-            .tensor(values, &shape)
+            .tensor(values, &extents(shape)?)
             .map_err(HarnessError::new)
     }
 
@@ -358,6 +354,48 @@ impl Harness for CpuHarness {
                 "{tensor:?} is not materialised (read-back never evaluates)"
             ))
         })
+    }
+
+    fn dtypes(&self) -> Vec<Dtype> {
+        Dtype::ALL.to_vec()
+    }
+
+    fn tensor_of(
+        &self,
+        rank: &CpuRank,
+        values: &HostValues,
+        shape: &[usize],
+    ) -> Result<CpuTensor, HarnessError> {
+        let element = match values.dtype() {
+            Dtype::F16 => Element::F16,
+            Dtype::Bf16 => Element::Bf16,
+            _ => Element::F32,
+        };
+        rank.device
+            .typed_tensor(element, &values.widen(), &extents(shape)?)
+            .map_err(HarnessError::new)
+    }
+
+    /// The values as the tensor holds them, in its own element type (the
+    /// kit compares that with the dtype it asked for).
+    fn read_as(
+        &self,
+        rank: &CpuRank,
+        tensor: &CpuTensor,
+        _dtype: Dtype,
+    ) -> Result<HostValues, HarnessError> {
+        let dtype = match tensor.element() {
+            Element::F16 => Dtype::F16,
+            Element::Bf16 => Dtype::Bf16,
+            _ => Dtype::F32,
+        };
+        Ok(HostValues::narrow(dtype, &self.read(rank, tensor)?))
+    }
+
+    /// The sum's cache block and its parallel split (elements are kept as
+    /// `f32` whatever the dtype, so both are element counts).
+    fn boundaries(&self, dtype: Dtype) -> Vec<usize> {
+        vec![SUM_BLOCK * dtype.size(), PARALLEL_FROM * dtype.size()]
     }
 
     fn hold(&self, _rank: &CpuRank, executor: &CpuExecutor) -> Option<HoldGuard> {
@@ -436,4 +474,12 @@ impl Harness for CpuHarness {
                 .collect(),
         )
     }
+}
+
+/// A shape as the device takes it.
+fn extents(shape: &[usize]) -> Result<Vec<i32>, HarnessError> {
+    shape
+        .iter()
+        .map(|&d| i32::try_from(d).map_err(HarnessError::new))
+        .collect()
 }

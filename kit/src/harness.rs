@@ -3,6 +3,7 @@
 use eredu_runtime::backend::{CommunicationBackend, SubmissionBackend};
 
 use crate::claims::Claims;
+use crate::dtype::{Dtype, HostValues};
 
 /// The backend a harness certifies.
 pub type Backend<H> = <H as Harness>::Backend;
@@ -427,6 +428,65 @@ pub trait Harness: Send + Sync + Sized + 'static {
     /// Reads a tensor's host values back **without evaluating it**: a value
     /// that is not materialised is an error. (SUB-2 relies on this.)
     fn read(&self, rank: &Self::Rank, tensor: &Tensor<Self>) -> Result<Vec<f32>, HarnessError>;
+
+    /// The element types [`Harness::tensor_of`] builds, in the set eredu's
+    /// runtime moves (`F32`, `F16`, `Bf16`). Every value check runs once per
+    /// dtype listed. Default: `F32` alone.
+    fn dtypes(&self) -> Vec<Dtype> {
+        vec![Dtype::F32]
+    }
+
+    /// Makes a materialised tensor of `values`' dtype. The kit asks only for
+    /// the dtypes [`Harness::dtypes`] lists, and reads every tensor it built
+    /// back with [`Harness::read_as`] before any backend call: a tensor that
+    /// does not read back as built is the harness's error. Default: `F32`
+    /// through [`Harness::tensor`], any other dtype an error.
+    fn tensor_of(
+        &self,
+        rank: &Self::Rank,
+        values: &HostValues,
+        shape: &[usize],
+    ) -> Result<Tensor<Self>, HarnessError> {
+        match values {
+            HostValues::F32(values) => self.tensor(rank, values, shape),
+            other => Err(HarnessError(format!(
+                "this harness builds f32 tensors only, not {}",
+                other.dtype()
+            ))),
+        }
+    }
+
+    /// Reads a tensor's host values back as `dtype`, **without evaluating
+    /// it** (as [`Harness::read`]). Default: `F32` through
+    /// [`Harness::read`], any other dtype an error.
+    fn read_as(
+        &self,
+        rank: &Self::Rank,
+        tensor: &Tensor<Self>,
+        dtype: Dtype,
+    ) -> Result<HostValues, HarnessError> {
+        match dtype {
+            Dtype::F32 => self.read(rank, tensor).map(HostValues::F32),
+            other => Err(HarnessError(format!(
+                "this harness reads f32 tensors only, not {other}"
+            ))),
+        }
+    }
+
+    /// Sizes, in bytes per rank of a message of `dtype`, where the
+    /// backend's data path changes: a transport's chunk, a kernel's tile, a
+    /// parallel split. The value checks' size sweep goes one element below
+    /// and above each, and past the largest (to at least 4 MiB per rank).
+    /// Default: none named.
+    fn boundaries(&self, _dtype: Dtype) -> Vec<usize> {
+        Vec::new()
+    }
+
+    /// The largest message, in bytes per rank, the harness accepts. Sizes of
+    /// the sweep above it are skipped, and the case says so. Default: no limit.
+    fn max_message_bytes(&self) -> Option<usize> {
+        None
+    }
 
     /// Hold instrument: work submitted on `executor` stays pending until the
     /// guard is released.

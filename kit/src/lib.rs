@@ -182,6 +182,7 @@ pub mod case;
 mod catalogue;
 pub mod check;
 pub mod claims;
+pub mod dtype;
 #[doc = include_str!("../EVIDENCE.md")]
 pub mod evidence {}
 pub mod fuzz;
@@ -190,6 +191,7 @@ pub mod lazy;
 mod matrix;
 pub mod model;
 mod operation;
+pub mod precision;
 pub mod processes;
 pub mod runner;
 pub mod settings;
@@ -201,6 +203,7 @@ pub use case::Case;
 pub use catalogue::catalogue;
 pub use check::{Check, Finding};
 pub use claims::Claims;
+pub use dtype::{Dtype, HostValues};
 pub use harness::{
     CompletionRef, Harness, HarnessError, HoldGuard, Identity, Instruments, Ledger, Observer,
     Probe, WireRecord, WorkState, WorldSizes,

@@ -8,6 +8,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use crate::check::{harness, Check, Finding};
+use crate::dtype::{Dtype, HostValues};
 use crate::harness::{
     CompletionRef, Executor, Group, Harness, HoldGuard, Ledger, Observer, Probe, Tensor,
     TensorContext,
@@ -297,6 +298,9 @@ pub struct RankCtx<'w, H: Harness> {
     /// work completes (eredu neither requires nor forbids such a fence), so
     /// a refusal then blames no invariant (see `matrix::failed`).
     pub(crate) fenced: std::cell::Cell<bool>,
+    /// The dtype [`RankCtx::tensor`] builds and [`RankCtx::read`] reads
+    /// (`f32` but inside a value check's steps of another dtype).
+    dtype: std::cell::Cell<Dtype>,
 }
 
 impl<'w, H: Harness> RankCtx<'w, H> {
@@ -385,12 +389,59 @@ impl<'w, H: Harness> RankCtx<'w, H> {
 
     /// Makes a tensor; a harness failure becomes [`Finding::Harness`].
     pub fn tensor(&self, values: &[f32], shape: &[usize]) -> Result<Tensor<H>, Finding> {
-        harness(self.harness.tensor(&self.rank, values, shape))
+        let dtype = self.dtype.get();
+        if dtype == Dtype::F32 {
+            return harness(self.harness.tensor(&self.rank, values, shape));
+        }
+        let built = HostValues::narrow(dtype, values);
+        let tensor = harness(self.harness.tensor_of(&self.rank, &built, shape))?;
+        // Read back before any backend call: a tensor that does not hold
+        // what it was built from is the harness's error, never the backend's.
+        let back = harness(self.harness.read_as(&self.rank, &tensor, dtype))?;
+        let bits = |values: &HostValues| -> Vec<u32> {
+            values.widen().iter().map(|v| v.to_bits()).collect()
+        };
+        if back.dtype() != dtype || bits(&back) != bits(&built) {
+            return Err(Finding::Harness(format!(
+                "a {dtype} tensor of shape {shape:?} built from {} values read back, before any \
+                 backend call, as {} {} values that differ from them",
+                built.len(),
+                back.len(),
+                back.dtype()
+            )));
+        }
+        Ok(tensor)
     }
 
-    /// Reads a tensor back without evaluating it.
+    /// Reads a tensor back without evaluating it, in the current dtype
+    /// (widened to `f32`); a tensor of another dtype is a violation of the
+    /// check that reads it (a backend's output of the wrong dtype).
     pub fn read(&self, tensor: &Tensor<H>) -> Result<Vec<f32>, Finding> {
-        harness(self.harness.read(&self.rank, tensor))
+        let dtype = self.dtype.get();
+        if dtype == Dtype::F32 {
+            return harness(self.harness.read(&self.rank, tensor));
+        }
+        let got = harness(self.harness.read_as(&self.rank, tensor, dtype))?;
+        if got.dtype() != dtype {
+            return Err(Finding::Violation(format!(
+                "the output is a {} tensor, expected {dtype} (the dtype of the inputs)",
+                got.dtype()
+            )));
+        }
+        Ok(got.widen())
+    }
+
+    /// The dtype [`RankCtx::tensor`] builds in and [`RankCtx::read`] reads.
+    pub fn dtype(&self) -> Dtype {
+        self.dtype.get()
+    }
+
+    /// Runs `steps` with tensors built and read in `dtype`.
+    pub(crate) fn in_dtype<T>(&self, dtype: Dtype, steps: impl FnOnce() -> T) -> T {
+        let before = self.dtype.replace(dtype);
+        let result = steps();
+        self.dtype.set(before);
+        result
     }
 
     /// This rank's endpoint of a route.
@@ -664,6 +715,7 @@ pub(crate) fn run_ranks<H: Harness>(
                                     attempt,
                                     rounds: std::cell::Cell::new(0),
                                     fenced: std::cell::Cell::new(false),
+                                    dtype: std::cell::Cell::new(Dtype::F32),
                                 };
                                 script(&ctx)
                             }));

@@ -108,8 +108,16 @@ defects! {
     SumSkipsLastMember => "SUM-1", "all_reduce_sum leaves out the last member";
     /// Collectives start only when their completion is first observed.
     LazyLaunch => "SUM-2", "collectives are launched only when first waited on or polled";
+    /// The sum leaves a last, partial cache block past the parallel split unsummed.
+    SumTailBlockUntouched => "SUM-1", "all_reduce_sum leaves a last partial block past 2^18 elements with member 0's values";
+    /// The sum decodes `bf16` inputs as `f16` bits (same size, other layout).
+    SumBf16AsF16 => "SUM-1", "all_reduce_sum decodes bf16 inputs as f16 bits";
     /// Even gathers concatenate in reverse member order.
     GatherReversed => "GAT-1", "all_gather_even concatenates in reverse member order";
+    /// Even gathers along a middle axis swap the outer and inner strides.
+    GatherMiddleAxisSwapped => "GAT-1", "all_gather_even along a middle axis copies with the outer and inner extents swapped";
+    /// Even gathers place blocks in the order members arrived.
+    GatherByArrival => "GAT-1", "all_gather_even places blocks in arrival order, not member order";
     /// Uneven gathers take `counts` as flat element counts, not axis extents.
     UnevenCountsAsElements => "GAT-2", "all_gather_uneven treats counts as flat element counts";
     /// A member whose counts are all zero does not wait for its peers.

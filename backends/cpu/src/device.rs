@@ -17,7 +17,7 @@ use crate::ledger::{Kind, Ledger, LedgerSnapshot, StorageId};
 use crate::personality::Personality;
 use crate::route::{CpuRoute, RouteShared};
 use crate::sync::rt::{AtomicU64, Mutex, MutexGuard};
-use crate::tensor::CpuTensor;
+use crate::tensor::{CpuTensor, Element};
 
 struct DeviceShared {
     ledger: Arc<Ledger>,
@@ -161,6 +161,26 @@ impl CpuDevice {
     /// Makes a materialised tensor on this device.
     pub fn tensor(&self, values: &[f32], shape: &[i32]) -> Result<CpuTensor, CpuError> {
         CpuTensor::ready(&self.shared.ledger, "tensor", values.to_vec(), shape)
+    }
+
+    /// Makes a materialised tensor of element type `element` from values
+    /// given widened to `f32`; a value the element type cannot hold exactly
+    /// is an error (nothing is rounded silently).
+    pub fn typed_tensor(
+        &self,
+        element: Element,
+        values: &[f32],
+        shape: &[i32],
+    ) -> Result<CpuTensor, CpuError> {
+        if let Some(index) = values.iter().position(|&v| !element.represents(v)) {
+            return Err(CpuError::invalid(
+                "tensor",
+                format!("values that are exactly {} values", element.name()),
+                format!("{} at index {index}", values[index]),
+            ));
+        }
+        CpuTensor::ready(&self.shared.ledger, "tensor", values.to_vec(), shape)
+            .map(|tensor| tensor.of(element))
     }
 
     /// Makes a group of `size` members; the handles come back in member order.

@@ -22,6 +22,7 @@ use commcheck_mesh::{Event, Listener, Mesh};
 use crate::error::CpuError;
 use crate::group::{Contribution, GroupShared};
 use crate::route::{Framed, Message, RouteShared};
+use crate::tensor::Element;
 
 /// Operation names a contribution may carry (frames carry the name).
 const OPERATIONS: [&str; 7] = [
@@ -370,6 +371,11 @@ fn encode(target: &Target, frame: &Frame) -> Vec<u8> {
             w.str(contribution.operation);
             w.f32s(&contribution.values);
             w.i32s(&contribution.shape);
+            w.u8(match contribution.element {
+                Element::F32 => 0,
+                Element::F16 => 1,
+                Element::Bf16 => 2,
+            });
             w.usizes(&contribution.meta);
         }
         Frame::Abort {
@@ -439,7 +445,14 @@ fn decode(bytes: &[u8]) -> Option<(Target, Frame)> {
                     operation,
                     values: Arc::new(r.f32s()?),
                     shape: r.i32s()?,
+                    element: match r.u8()? {
+                        0 => Element::F32,
+                        1 => Element::F16,
+                        2 => Element::Bf16,
+                        _ => return None,
+                    },
                     meta: r.usizes()?,
+                    arrival: 0,
                 },
             }
         }
@@ -495,7 +508,9 @@ mod tests {
                     operation: "all_gather_uneven",
                     values: Arc::new(vec![1.5, -2.0]),
                     shape: vec![2],
+                    element: Element::Bf16,
                     meta: vec![3, 0],
+                    arrival: 0,
                 },
             },
             Frame::Abort {

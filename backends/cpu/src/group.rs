@@ -15,7 +15,7 @@ use crate::executor::{WorkCtx, CANCEL_POLL};
 use crate::fabric::{Frame, Span};
 use crate::ledger::{Kind, Ledger};
 use crate::sync::rt::{AtomicU64, Condvar, Mutex, MutexGuard, OnceLock};
-use crate::tensor::Values;
+use crate::tensor::{Element, Values};
 
 /// What one member brings to a collective.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -26,6 +26,10 @@ pub(crate) struct Contribution {
     pub(crate) values: Values,
     /// Input shape.
     pub(crate) shape: Vec<i32>,
+    /// Input element type; members of one collective must agree.
+    pub(crate) element: Element,
+    /// How many members had deposited before this one (set by the rendezvous).
+    pub(crate) arrival: usize,
     /// Operation-specific scalars every member must agree on or exchange
     /// (a root, per-peer counts, a status).
     pub(crate) meta: Vec<usize>,
@@ -49,7 +53,8 @@ struct Slot {
 
 impl Slot {
     /// Records `member`'s contribution; the last one makes the gathered set.
-    fn deposit(&mut self, member: usize, contribution: Contribution) {
+    fn deposit(&mut self, member: usize, mut contribution: Contribution) {
+        contribution.arrival = self.contributions.iter().flatten().count();
         self.contributions[member] = Some(contribution);
         if self.contributions.iter().all(Option::is_some) {
             let contributions = self

@@ -143,10 +143,11 @@ pub use crate::executor::{CpuExecutor, Hold};
 pub use crate::fabric::Fabric;
 pub use crate::group::CpuGroup;
 pub use crate::ledger::{LedgerSnapshot, StorageId};
+pub use crate::ops::collectives::{PARALLEL_FROM, SUM_BLOCK};
 pub use crate::ops::CpuAgreement;
 pub use crate::personality::Personality;
 pub use crate::route::{CpuRoute, WireMessage};
-pub use crate::tensor::CpuTensor;
+pub use crate::tensor::{CpuTensor, Element};
 
 /// The completion state machine, exposed only to the loom suite
 /// (`--cfg commcheck_loom`, see `loom-tests/`).

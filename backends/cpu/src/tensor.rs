@@ -159,12 +159,58 @@ impl Drop for Storage {
     }
 }
 
-/// The CPU backend's tensor handle: a logical shape and shared native storage.
+/// A tensor's element type.
+///
+/// Values are kept widened to `f32` (every `f16` and `bf16` value is exactly
+/// an `f32`), so data movement is bit for bit in the element type; a sum of
+/// 16-bit tensors is computed in `f32` and rounded to the element type once.
+/// Tensor arithmetic (the `eredu_nn::Tensor` operations) computes and
+/// returns `f32` tensors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum Element {
+    /// IEEE 754 binary32.
+    #[default]
+    F32,
+    /// IEEE 754 binary16.
+    F16,
+    /// bfloat16.
+    Bf16,
+}
+
+impl Element {
+    /// Its name in messages (`f32`, `f16`, `bf16`).
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::F32 => "f32",
+            Self::F16 => "f16",
+            Self::Bf16 => "bf16",
+        }
+    }
+
+    /// `value` rounded to the nearest value of the element type.
+    pub fn round(self, value: f32) -> f32 {
+        match self {
+            Self::F32 => value,
+            Self::F16 => half::f16::from_f32(value).to_f32(),
+            Self::Bf16 => half::bf16::from_f32(value).to_f32(),
+        }
+    }
+
+    /// Whether `value` is exactly a value of the element type.
+    pub fn represents(self, value: f32) -> bool {
+        value.is_nan() || self.round(value).to_bits() == value.to_bits()
+    }
+}
+
+/// The CPU backend's tensor handle: a logical shape, an element type and
+/// shared native storage.
 ///
 /// Cloning a tensor clones the handle, not the storage.
 #[derive(Clone)]
 pub struct CpuTensor {
     shape: Vec<i32>,
+    element: Element,
     storage: Arc<Storage>,
 }
 
@@ -172,6 +218,7 @@ impl fmt::Debug for CpuTensor {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("CpuTensor")
             .field("shape", &self.shape)
+            .field("element", &self.element)
             .field("storage", &self.storage.id.value())
             .field("materialised", &self.storage.is_materialised())
             .finish()
@@ -196,6 +243,7 @@ impl CpuTensor {
         }
         Ok(Self {
             shape: shape.to_vec(),
+            element: Element::F32,
             storage: Storage::new(ledger, Cell::Ready(Arc::new(values))),
         })
     }
@@ -205,6 +253,7 @@ impl CpuTensor {
     pub(crate) fn sharing(ledger: &Arc<Ledger>, shape: Vec<i32>, values: Values) -> Self {
         Self {
             shape,
+            element: Element::F32,
             storage: Storage::new(ledger, Cell::Ready(values)),
         }
     }
@@ -217,6 +266,7 @@ impl CpuTensor {
     ) -> Self {
         Self {
             shape,
+            element: Element::F32,
             storage: Storage::new(ledger, Cell::Deferred(Box::new(compute))),
         }
     }
@@ -225,8 +275,20 @@ impl CpuTensor {
     pub(crate) fn pending(ledger: &Arc<Ledger>, shape: Vec<i32>) -> Self {
         Self {
             shape,
+            element: Element::F32,
             storage: Storage::new(ledger, Cell::Pending),
         }
+    }
+
+    /// The same tensor, of element type `element`.
+    pub(crate) fn of(mut self, element: Element) -> Self {
+        self.element = element;
+        self
+    }
+
+    /// The element type.
+    pub fn element(&self) -> Element {
+        self.element
     }
 
     /// Logical shape.

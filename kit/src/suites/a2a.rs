@@ -18,10 +18,13 @@ use eredu_runtime::backend::VariableAllToAllBackend;
 use eredu_runtime::CommunicationPeerCounts;
 
 use super::choreography::{expect_error, in_turn, in_turn_then, late_member, output_of, run, Flow};
-use super::exact::{check_output, concat, pick, slice, values, with_extent};
+use super::exact::{check_output, pick};
+use super::scenario::{elements, with_extent, Scenario, Semantics};
+use super::values::{self, each_dtype};
 use super::{needs, settle};
 use crate::case::{Body, Row};
 use crate::check::{slack, Check, Finding};
+use crate::dtype::Dtype;
 use crate::harness::{Backend, Harness};
 use crate::matrix::Subject;
 use crate::operation::Operation;
@@ -52,7 +55,7 @@ const STEPS: &[(&[usize], usize, Zeros)] = &[
     (&[2, 0, 3], 1, Zeros::Random),
     (&[3, 0], 1, Zeros::Random),
     (&[0, 2], 0, Zeros::One),
-    (&[2, 0, 2], 1, Zeros::All),
+    (&[2, 0, 3], 1, Zeros::All),
 ];
 
 pub(crate) fn rows<H: Harness>() -> Vec<Row<H>>
@@ -100,29 +103,55 @@ impl Plan<'_> {
         with_extent(self.base, self.axis, self.sends(member).iter().sum())
     }
 
-    fn input(&self, seed: u64, member: usize) -> Vec<f32> {
-        values(seed, self.step, member, self.shape(member).iter().product())
+    /// The step in `dtype`: every member's input (movement data of the
+    /// plan's step) and what each is owed.
+    fn scenario(&self, seed: u64, dtype: Dtype) -> Scenario {
+        let size = self.matrix.len();
+        let shapes: Vec<Vec<usize>> = (0..size).map(|member| self.shape(member)).collect();
+        Scenario {
+            label: format!(
+                "axis {} of shape {:?} with count matrix {:?}",
+                self.axis, self.base, self.matrix
+            ),
+            dtype,
+            semantics: Semantics::AllToAll {
+                axis: self.axis,
+                matrix: self.matrix.clone(),
+            },
+            inputs: shapes
+                .iter()
+                .enumerate()
+                .map(|(member, shape)| {
+                    elements(dtype, seed, self.step, member, shape.iter().product())
+                })
+                .collect(),
+            shapes,
+        }
     }
+}
 
-    /// `member`'s expected output: the slices addressed to it, in peer order.
-    fn expected(&self, seed: u64, member: usize) -> Vec<f32> {
-        let blocks: Vec<(Vec<f32>, usize)> = (0..self.matrix.len())
-            .map(|peer| {
-                let sends = self.sends(peer);
-                let offset = sends.iter().take(member).sum();
-                let len = sends.get(member).copied().unwrap_or(0);
-                let block = slice(
-                    &self.input(seed, peer),
-                    &self.shape(peer),
-                    self.axis,
-                    offset,
-                    len,
-                );
-                (block, len)
-            })
+/// A2A-1's steps in `dtype` on a world of `size`: [`STEPS`], then 1-D
+/// tensors of the sweep's element counts (each member sending about that
+/// many, split between its peers).
+pub(crate) fn scenarios(seed: u64, size: usize, dtype: Dtype, sweep: &[usize]) -> Vec<Scenario> {
+    let table = (0u64..)
+        .zip(STEPS)
+        .map(|(step, &row)| plan(seed, step, size, row).scenario(seed, dtype));
+    let swept = (STEPS.len() as u64..).zip(sweep).map(|(step, &count)| {
+        let matrix = (0..size)
+            .map(|from| (0..size).map(|to| count / size + (from + to) % 2).collect())
             .collect();
-        concat(self.base, self.axis, &blocks)
-    }
+        Plan {
+            step,
+            base: &[0],
+            axis: 0,
+            matrix,
+            late: 0,
+            zero: None,
+        }
+        .scenario(seed, dtype)
+    });
+    table.chain(swept).collect()
 }
 
 fn plan(
@@ -157,20 +186,59 @@ fn plan(
     }
 }
 
-/// A2A-1: exact exchanges on every step, the zero members staying pending
-/// until the late member joins, then counts for another group size fail.
+/// A2A-1: for every dtype, exact exchanges on every step, the zero members
+/// staying pending until the late member joins, and the size sweep; then
+/// counts for another group size fail.
 fn all_to_all_routes_every_slice<H: Harness>(ctx: &RankCtx<'_, H>) -> Check
 where
     Backend<H>: VariableAllToAllBackend,
 {
+    let mut tag = 0u64;
     run(ctx, || {
-        for (step, &(base, axis, zeros)) in (0u64..).zip(STEPS) {
-            let plan = plan(ctx.seed(), step, ctx.size(), (base, axis, zeros));
-            let all_zero = zeros == Zeros::All;
-            exchange_once(ctx, &plan, all_zero)?;
-        }
-        counts_for_another_group_fail(ctx, 100)
+        each_dtype(ctx, |dtype, sweep| {
+            let scenarios = scenarios(ctx.seed(), ctx.size(), dtype, sweep);
+            for (index, scenario) in scenarios.iter().enumerate() {
+                let first = index == 0;
+                if let Some(&(base, axis, zeros)) = STEPS.get(index) {
+                    let plan = plan(ctx.seed(), index as u64, ctx.size(), (base, axis, zeros));
+                    exchange_once(ctx, tag, &plan, scenario, zeros == Zeros::All)?;
+                } else if let Semantics::AllToAll { axis, matrix } = &scenario.semantics {
+                    let (rank, axis) = (ctx.rank(), *axis);
+                    let receive = matrix.iter().map(|row| row[rank]).collect();
+                    let counts = peer_counts(matrix[rank].clone(), receive, ctx.size())?;
+                    values::step(
+                        ctx,
+                        ("a2a-1", tag, first),
+                        crate::Operation::VariableAllToAll,
+                        scenario,
+                        "should be the slices sent to this member, in peer order",
+                        |input| {
+                            Backend::<H>::variable_all_to_all(
+                                input,
+                                &counts,
+                                axis,
+                                ctx.group(),
+                                ctx.executor(),
+                            )
+                        },
+                    )?;
+                }
+                tag += 1;
+            }
+            Ok(())
+        })?;
+        counts_for_another_group_fail(ctx, 1000)
     })
+}
+
+/// Peer counts, or the harness's error (the kit built them wrong).
+fn peer_counts(
+    send: Vec<usize>,
+    receive: Vec<usize>,
+    size: usize,
+) -> Result<CommunicationPeerCounts, Finding> {
+    CommunicationPeerCounts::new(send, receive, size)
+        .map_err(|e| Finding::Harness(format!("peer counts: {e}")))
 }
 
 /// Whether this rank must still be pending when the late member has not
@@ -179,27 +247,34 @@ fn must_wait(plan: &Plan<'_>, rank: usize, all_zero: bool) -> bool {
     rank != plan.late && (plan.zero == Some(rank) || all_zero)
 }
 
-fn exchange_once<H: Harness>(ctx: &RankCtx<'_, H>, plan: &Plan<'_>, all_zero: bool) -> Flow
+/// One step of [`STEPS`]: its late member joins last, and its zero members
+/// must still be pending until then.
+fn exchange_once<H: Harness>(
+    ctx: &RankCtx<'_, H>,
+    tag: u64,
+    plan: &Plan<'_>,
+    scenario: &Scenario,
+    all_zero: bool,
+) -> Flow
 where
     Backend<H>: VariableAllToAllBackend,
 {
-    let (seed, size, rank) = (ctx.seed(), ctx.size(), ctx.rank());
+    let (size, rank) = (ctx.size(), ctx.rank());
     let (send, receive) = (plan.sends(rank), plan.receives(rank));
     let (axis, late) = (plan.axis, plan.late);
-    let counts = CommunicationPeerCounts::new(send.clone(), receive.clone(), size)
-        .map_err(|e| Finding::Harness(format!("peer counts: {e}")))?;
+    let counts = peer_counts(send.clone(), receive.clone(), size)?;
     // The caller keeps a handle: retention is RET-3's subject, not this one's.
-    let input = ctx.tensor(&plan.input(seed, rank), &plan.shape(rank))?;
+    let input = ctx.tensor(&scenario.inputs[rank], &scenario.shapes[rank])?;
     let what = || {
         format!(
-            "variable_all_to_all on axis {axis} with send {send:?} and receive {receive:?}, rank \
+            "variable_all_to_all in {} on axis {axis} with send {send:?} and receive {receive:?}, rank \
              {rank} of {size} (member {late} joined last; count matrix {:?})",
-            plan.matrix
+            scenario.dtype, plan.matrix
         )
     };
     let submitted = in_turn_then(
         ctx,
-        &format!("a2a-1/{}", plan.step),
+        &format!("a2a-1/{tag}"),
         late,
         || {
             Backend::<H>::variable_all_to_all(
@@ -228,8 +303,7 @@ where
             )
         },
         &output,
-        &with_extent(plan.base, axis, receive.iter().sum()),
-        &plan.expected(seed, rank),
+        &scenario.expected(rank),
     )?;
     Ok(())
 }

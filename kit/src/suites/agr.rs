@@ -62,7 +62,7 @@ where
 }
 
 /// The statuses of AGR-1's rounds: all true, one false at each position, all false.
-fn patterns(n: usize) -> Vec<Vec<bool>> {
+pub(crate) fn patterns(n: usize) -> Vec<Vec<bool>> {
     let mut patterns = vec![vec![true; n]];
     patterns.extend((0..n).map(|falsy| (0..n).map(|member| member != falsy).collect()));
     patterns.push(vec![false; n]);
@@ -117,7 +117,7 @@ where
         let (completion, output) = submit(ctx, statuses[ctx.rank()])?;
         let agreed = complete(ctx, &completion, output, &what)?;
         let expected = statuses.iter().all(|&status| status);
-        if agreed != expected {
+        if !agrees(&statuses, agreed) {
             wrong.push(format!(
                 "{what}: rank {} resolved {agreed}, expected {expected}",
                 ctx.rank()
@@ -125,6 +125,11 @@ where
         }
     }
     violations(wrong)
+}
+
+/// AGR-1's verifier: whether `agreed` is the conjunction of `statuses`.
+pub(crate) fn agrees(statuses: &[bool], agreed: bool) -> bool {
+    agreed == statuses.iter().all(|&status| status)
 }
 
 /// The signal a member raises once its own `agree_success` call returned.

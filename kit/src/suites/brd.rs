@@ -8,10 +8,14 @@
 
 use eredu_runtime::backend::BroadcastBackend;
 
-use super::exact::{differs, mix_two as mix, Differs};
+use super::choreography::run;
+use super::exact::{differs, mix_two as mix, value_difference, Differs};
+use super::scenario::{elements, Scenario, Semantics};
+use super::values::{each_dtype, Refused};
 use super::{handle_and_output, must_complete, needs, poll, violations, Polled};
 use crate::case::{Body, Row};
 use crate::check::{slack, Check, Finding};
+use crate::dtype::Dtype;
 use crate::harness::{Backend, Harness, Tensor};
 use crate::matrix::Subject;
 use crate::operation::Operation;
@@ -54,45 +58,60 @@ where
 /// Shapes a broadcast carries, empty and one-element ones included.
 const SHAPES: &[&[usize]] = &[&[4], &[1], &[2, 3], &[0], &[3, 1, 2], &[2, 0, 3], &[5]];
 
-/// One broadcast of a BRD-1 world.
-struct Round {
-    root: usize,
-    shape: Vec<usize>,
-}
-
-/// Every member as the root in turn (seeded shapes), then an empty and a
-/// one-element tensor from seeded roots.
-fn rounds(seed: u64, n: usize) -> Vec<Round> {
-    let start = mix(seed, n as u64, 1) as usize % SHAPES.len();
-    let mut rounds: Vec<Round> = (0..n)
-        .map(|root| Round {
-            root,
-            shape: SHAPES[(start + root) % SHAPES.len()].to_vec(),
-        })
+/// BRD-1's steps in `dtype` on a world of `size`: every member as the root
+/// in turn (seeded shapes), an empty and a one-element tensor from seeded
+/// roots, then 1-D tensors of the sweep's element counts from the first,
+/// a middle and the last member in turn. The root's input is movement data
+/// with a negative zero at index 1; the others' placeholders are garbage.
+pub(crate) fn scenarios(seed: u64, size: usize, dtype: Dtype, sweep: &[usize]) -> Vec<Scenario> {
+    let start = mix(seed, size as u64, 1) as usize % SHAPES.len();
+    let mut rounds: Vec<(usize, Vec<usize>)> = (0..size)
+        .map(|root| (root, SHAPES[(start + root) % SHAPES.len()].to_vec()))
         .collect();
     for (k, shape) in [vec![0], vec![1]].into_iter().enumerate() {
-        let root = (mix(seed, n as u64, 2 + k as u64) % n as u64) as usize;
-        rounds.push(Round { root, shape });
+        rounds.push((
+            (mix(seed, size as u64, 2 + k as u64) % size as u64) as usize,
+            shape,
+        ));
     }
+    let roots = [0, size / 2, size.saturating_sub(1)];
+    rounds.extend(
+        sweep
+            .iter()
+            .zip(roots.iter().cycle())
+            .map(|(&count, &root)| (root, vec![count])),
+    );
     rounds
-}
-
-/// The root's exact input: small integers (one negative zero), distinct per round.
-fn root_values(seed: u64, round: usize, len: usize) -> Vec<f32> {
-    let base = mix(seed, round as u64, 3) % 1000;
-    (0..len)
-        .map(|i| {
-            if i == 1 {
-                -0.0
-            } else {
-                (base + i as u64) as f32 - 500.0
+        .into_iter()
+        .zip(0u64..)
+        .map(|((root, shape), round)| {
+            let len = shape.iter().product();
+            let inputs = (0..size)
+                .map(|member| {
+                    if member == root {
+                        let mut values = elements(dtype, seed, round, root, len);
+                        if let Some(one) = values.get_mut(1) {
+                            *one = -0.0;
+                        }
+                        values
+                    } else {
+                        garbage(seed, member, len)
+                    }
+                })
+                .collect();
+            Scenario {
+                label: format!("shape {shape:?} from root {root}"),
+                dtype,
+                semantics: Semantics::Broadcast { root },
+                inputs,
+                shapes: vec![shape; size],
             }
         })
         .collect()
 }
 
 /// What a non-root's placeholder holds: NaN (two payloads), ±Inf, huge and
-/// seeded garbage bits, rotated by rank.
+/// seeded garbage bits, rotated by rank (narrowed to the step's dtype).
 fn garbage(seed: u64, rank: usize, len: usize) -> Vec<f32> {
     let junk = f32::from_bits(mix(seed, rank as u64, 4) as u32);
     let pool = [
@@ -106,50 +125,66 @@ fn garbage(seed: u64, rank: usize, len: usize) -> Vec<f32> {
     (0..len).map(|i| pool[(i + rank) % pool.len()]).collect()
 }
 
-/// BRD-1: with every member as the root in turn, every member's output has
-/// the root's shape and exactly the root's values, although non-roots pass
-/// placeholders full of NaN, ±Inf and garbage.
+/// BRD-1: in every dtype, with every member as the root in turn and on the
+/// size sweep, every member's output has the root's shape and exactly the
+/// root's values, although non-roots pass placeholders full of NaN, ±Inf
+/// and garbage.
 fn every_member_gets_the_roots_input<H: Harness>(ctx: &RankCtx<'_, H>) -> Check
 where
     Backend<H>: BroadcastBackend,
 {
     let mut wrong = Vec::new();
-    for (index, round) in rounds(ctx.seed(), ctx.size()).iter().enumerate() {
-        let len = round.shape.iter().product();
-        let expected = root_values(ctx.seed(), index, len);
-        let values = if ctx.rank() == round.root {
-            expected.clone()
-        } else {
-            garbage(ctx.seed(), ctx.rank(), len)
-        };
-        let output = broadcast_once(ctx, round, ctx.tensor(&values, &round.shape)?)?;
-        if let Err(message) = matches_root(ctx, round, &output, &expected)? {
-            wrong.push(message);
-        }
-    }
+    run(ctx, || {
+        each_dtype(ctx, |dtype, sweep| {
+            for (index, scenario) in scenarios(ctx.seed(), ctx.size(), dtype, sweep)
+                .iter()
+                .enumerate()
+            {
+                let rank = ctx.rank();
+                let input = ctx.tensor(&scenario.inputs[rank], &scenario.shapes[rank])?;
+                let output = match broadcast_once(ctx, scenario, input) {
+                    Err(Finding::Violation(why)) if index == 0 && dtype != Dtype::F32 => {
+                        return Err(Refused::Dtype(why))
+                    }
+                    other => other?,
+                };
+                if let Err(message) = matches_root(ctx, scenario, &output)? {
+                    wrong.push(message);
+                }
+            }
+            Ok(())
+        })
+    })?;
     violations(wrong)
+}
+
+/// What a broadcast step is, for messages.
+fn describe<H: Harness>(ctx: &RankCtx<'_, H>, scenario: &Scenario) -> String {
+    format!(
+        "broadcast in {} of {} in a group of {}, rank {}",
+        scenario.dtype,
+        scenario.label,
+        ctx.size(),
+        ctx.rank()
+    )
 }
 
 /// Submits one broadcast and waits (bounded) for it; returns the output.
 fn broadcast_once<H: Harness>(
     ctx: &RankCtx<'_, H>,
-    round: &Round,
+    scenario: &Scenario,
     input: Tensor<H>,
 ) -> Result<Tensor<H>, Finding>
 where
     Backend<H>: BroadcastBackend,
 {
-    let what = format!(
-        "broadcast from root {} of shape {:?} in a group of {}, rank {}",
-        round.root,
-        round.shape,
-        ctx.size(),
-        ctx.rank()
-    );
-    let (completion, output) =
-        Backend::<H>::broadcast(input, round.root, ctx.group(), ctx.executor())
-            .map(handle_and_output::<H, _>)
-            .map_err(|e| Finding::Violation(format!("{what}: submission failed: {e}")))?;
+    let what = describe(ctx, scenario);
+    let Semantics::Broadcast { root } = scenario.semantics else {
+        return Err(Finding::Harness(format!("{what}: not a broadcast step")));
+    };
+    let (completion, output) = Backend::<H>::broadcast(input, root, ctx.group(), ctx.executor())
+        .map(handle_and_output::<H, _>)
+        .map_err(|e| Finding::Violation(format!("{what}: submission failed: {e}")))?;
     must_complete(&completion, || format!("{what}: did not complete"))?;
     Ok(output)
 }
@@ -157,31 +192,21 @@ where
 /// `Ok(Err(message))` when the output differs from the root's input.
 fn matches_root<H: Harness>(
     ctx: &RankCtx<'_, H>,
-    round: &Round,
+    scenario: &Scenario,
     output: &Tensor<H>,
-    expected: &[f32],
 ) -> Result<Result<(), String>, Finding> {
-    let what = format!(
-        "broadcast from root {} in a group of {}, rank {}",
-        round.root,
-        ctx.size(),
-        ctx.rank()
-    );
+    let what = describe(ctx, scenario);
+    let expected = scenario.expected(ctx.rank());
     Ok(
-        match differs(
-            ctx,
-            crate::Operation::Broadcast,
-            output,
-            &round.shape,
-            expected,
-        )? {
+        match differs(ctx, crate::Operation::Broadcast, output, &expected)? {
             None => Ok(()),
             Some(Differs::Shape(shape)) => Err(format!(
                 "{what}: output shape {shape:?}, expected the root's {:?}",
-                round.shape
+                expected.shape
             )),
-            Some(Differs::Values(got)) => Err(format!(
-                "{what}: output {got:?}, expected the root's input {expected:?} bit for bit"
+            Some(Differs::Values(got, mismatch)) => Err(format!(
+                "{what}: should be the root's input bit for bit: {}",
+                value_difference(&got, &expected, mismatch)
             )),
         },
     )

@@ -123,6 +123,30 @@ pub(crate) fn in_turn<H: Harness, T>(
     in_turn_then(ctx, label, late, submit, |_| Ok(()))
 }
 
+/// Submits on this rank as `arrival` says: after the late member's peers
+/// ([`in_turn`]), or right after the member before it in the order.
+pub(crate) fn arrive<H: Harness, T>(
+    ctx: &RankCtx<'_, H>,
+    label: &str,
+    arrival: &super::scenario::Arrival,
+    submit: impl FnOnce() -> T,
+) -> Result<T, Stop> {
+    let order = match arrival {
+        super::scenario::Arrival::Late(late) => return in_turn(ctx, label, *late, submit),
+        super::scenario::Arrival::Order(order) => order,
+    };
+    let position = order.iter().position(|&m| m == ctx.rank());
+    if let Some(previous) = position.and_then(|p| p.checked_sub(1)).map(|p| order[p]) {
+        let name = said(label, previous);
+        if ctx.await_any_signal(&[&name, ABORT], slack::RELEASE) == Some(1) {
+            return Err(Stop::Abandoned);
+        }
+    }
+    let submitted = submit();
+    ctx.signal(&said(label, ctx.rank()));
+    Ok(submitted)
+}
+
 /// [`in_turn`], with a check that every member but the late one runs on
 /// its submission before letting the late member join.
 pub(crate) fn in_turn_then<H: Harness, T>(

@@ -3,6 +3,7 @@
 //! of outputs with what they should hold. Shared by the family suites (SUM,
 //! GAT, A2A, BRD, P2P) and SUB.
 
+use super::scenario::{judge, Expected, Mismatch};
 use crate::check::{Check, Finding};
 use crate::harness::{Harness, Tensor};
 use crate::operation::Operation;
@@ -61,57 +62,6 @@ pub(crate) fn values(seed: u64, step: u64, rank: usize, len: usize) -> Vec<f32> 
         .collect()
 }
 
-/// `shape` seen from `axis`: (elements before it, its extent, elements after it).
-fn around(shape: &[usize], axis: usize) -> (usize, usize, usize) {
-    let outer = shape.iter().take(axis).product();
-    let extent = shape.get(axis).copied().unwrap_or(0);
-    let inner = shape.iter().skip(axis + 1).product();
-    (outer, extent, inner)
-}
-
-/// `shape` with its extent along `axis` replaced.
-pub(crate) fn with_extent(shape: &[usize], axis: usize, extent: usize) -> Vec<usize> {
-    let mut out = shape.to_vec();
-    if let Some(slot) = out.get_mut(axis) {
-        *slot = extent;
-    }
-    out
-}
-
-/// Reference concatenation along `axis` of row-major blocks, each given
-/// with its extent along the axis; every block has `shape` off the axis.
-pub(crate) fn concat(shape: &[usize], axis: usize, blocks: &[(Vec<f32>, usize)]) -> Vec<f32> {
-    let (outer, _, inner) = around(shape, axis);
-    let mut out = Vec::new();
-    for row in 0..outer {
-        for (data, extent) in blocks {
-            let run = extent * inner;
-            out.extend(data.iter().skip(row * run).take(run));
-        }
-    }
-    out
-}
-
-/// Reference slice: positions `start..start + len` along `axis` of a
-/// row-major tensor of `shape`.
-pub(crate) fn slice(
-    data: &[f32],
-    shape: &[usize],
-    axis: usize,
-    start: usize,
-    len: usize,
-) -> Vec<f32> {
-    let (outer, extent, inner) = around(shape, axis);
-    (0..outer)
-        .flat_map(|row| {
-            data.iter()
-                .skip((row * extent + start) * inner)
-                .take(len * inner)
-        })
-        .copied()
-        .collect()
-}
-
 /// Bit-exact equality (NaN payloads and signed zeros included).
 pub(crate) fn same_bits(got: &[f32], expected: &[f32]) -> bool {
     got.len() == expected.len()
@@ -121,35 +71,34 @@ pub(crate) fn same_bits(got: &[f32], expected: &[f32]) -> bool {
             .all(|(a, b)| a.to_bits() == b.to_bits())
 }
 
-/// Whether a shape as a tensor reports it is `shape`.
-fn same_shape(got: &[i32], shape: &[usize]) -> bool {
-    got.len() == shape.len()
-        && got
-            .iter()
-            .zip(shape)
-            .all(|(got, want)| usize::try_from(*got).ok() == Some(*want))
+/// A shape as a tensor reports it, as extents (a negative extent reads as
+/// `usize::MAX`, which no expected shape has).
+fn extents(got: &[i32]) -> Vec<usize> {
+    got.iter()
+        .map(|&d| usize::try_from(d).unwrap_or(usize::MAX))
+        .collect()
 }
 
 /// What an output holds where it is not what it should be.
 pub(crate) enum Differs {
     /// Its shape, which is not the expected one (its values were not read).
     Shape(Vec<i32>),
-    /// Its values, which are not the expected ones bit for bit.
-    Values(Vec<f32>),
+    /// Its values, which are not the expected ones (see [`judge`]).
+    Values(Vec<f32>, Mismatch),
 }
 
-/// Compares an output's shape, then its values with the expected ones by
-/// `operation`'s comparison rule ([`Operation::same_values`]: bit for bit,
-/// or numeric equality for sums); `None` when both match.
+/// Compares an output's shape, then its values, with `expected` by the
+/// value checks' one verifier ([`judge`]: bit for bit, or within the sum's
+/// bound); `None` when both match. The output is read in the rank's current
+/// dtype; an output of another dtype is a violation.
 pub(crate) fn differs<H: Harness>(
     ctx: &RankCtx<'_, H>,
     operation: Operation,
     output: &Tensor<H>,
-    shape: &[usize],
-    expected: &[f32],
+    expected: &Expected,
 ) -> Result<Option<Differs>, Finding> {
     let got_shape = eredu_nn::Tensor::shape(output);
-    if !same_shape(got_shape, shape) {
+    if extents(got_shape) != expected.shape {
         return Ok(Some(Differs::Shape(got_shape.to_vec())));
     }
     // Read after the backend reported the work complete: a failed read is a
@@ -162,48 +111,71 @@ pub(crate) fn differs<H: Harness>(
         )),
         other => other,
     })?;
-    Ok((!operation.same_values(&got, expected)).then_some(Differs::Values(got)))
+    Ok(judge(expected, &expected.shape, &got).map(|mismatch| Differs::Values(got, mismatch)))
 }
 
-/// Checks an output's shape and values (by `operation`'s comparison rule);
-/// `what` names the operation, the rank and what the output should be.
+/// Checks an output's shape and values (see [`differs`]); `what` names the
+/// operation, the rank, the step and what the output should be.
 pub(crate) fn check_output<H: Harness>(
     ctx: &RankCtx<'_, H>,
     operation: Operation,
     what: impl Fn() -> String,
     output: &Tensor<H>,
-    shape: &[usize],
-    expected: &[f32],
+    expected: &Expected,
 ) -> Check {
-    match differs(ctx, operation, output, shape, expected)? {
+    match differs(ctx, operation, output, expected)? {
         None => Ok(()),
         Some(Differs::Shape(got_shape)) => Err(violation!(
-            "{}: output shape {got_shape:?}, expected {shape:?}",
-            what()
+            "{}: output shape {got_shape:?}, expected {:?}",
+            what(),
+            expected.shape
         )),
-        Some(Differs::Values(got)) => Err(violation!(
+        Some(Differs::Values(got, mismatch)) => Err(violation!(
             "{}: {}",
             what(),
-            value_difference(&got, expected)
+            value_difference(&got, expected, mismatch)
         )),
     }
 }
 
-/// Where values that are not the expected ones first differ from them.
-fn value_difference(got: &[f32], expected: &[f32]) -> String {
-    let first = got
-        .iter()
-        .zip(expected)
-        .position(|(got, want)| got.to_bits() != want.to_bits());
-    match first {
-        Some(at) if got.len() == expected.len() => format!(
-            "output element {at} is {}, expected {} (output {got:?}, expected {expected:?})",
-            got[at], expected[at]
-        ),
-        _ => format!(
-            "output holds {} values, expected {} ({got:?} instead of {expected:?})",
+/// At most this many values are quoted in a message.
+const QUOTED: usize = 16;
+
+/// Where values that are not the expected ones first differ from them (long
+/// outputs are quoted around that element only).
+pub(crate) fn value_difference(got: &[f32], expected: &Expected, mismatch: Mismatch) -> String {
+    let quote = |values: &[f32], at: usize| {
+        let from = at.saturating_sub(QUOTED / 2);
+        let shown: Vec<f32> = values.iter().skip(from).take(QUOTED).copied().collect();
+        if values.len() <= QUOTED {
+            format!("{shown:?}")
+        } else {
+            format!(
+                "[… {shown:?} …] (elements {from} to {} of {})",
+                from + shown.len(),
+                values.len()
+            )
+        }
+    };
+    match mismatch {
+        Mismatch::Element(at) => {
+            let rule = match &expected.bound {
+                Some(bound) => format!("expected {} within {}", expected.values[at], bound[at]),
+                None => format!("expected {} bit for bit", expected.values[at]),
+            };
+            format!(
+                "output element {at} is {}, {rule} (output {}, expected {})",
+                got[at],
+                quote(got, at),
+                quote(&expected.values, at)
+            )
+        }
+        Mismatch::Shape | Mismatch::Length => format!(
+            "output holds {} values, expected {} ({} instead of {})",
             got.len(),
-            expected.len()
+            expected.values.len(),
+            quote(got, 0),
+            quote(&expected.values, 0)
         ),
     }
 }

@@ -12,17 +12,22 @@
 //!   extent is their sum, blocks in member order; zero counts are valid; a
 //!   `counts` whose length is not the group size is an error on every rank.
 //!
-//! Inputs are exact (see [`super::exact`]); each step picks, from the
-//! case's seed, the member that joins last; every wait is bounded (see
-//! [`super::choreography`]).
+//! Both run in every dtype the harness offers, on their tables and on the
+//! size sweep, with data exact in the dtype and distinct per member (see
+//! [`super::scenario`]); each step's members join as its arrival says (a
+//! seeded member last, reversed, odd members first); every wait is bounded
+//! (see [`super::choreography`]).
 
 use eredu_runtime::backend::{EvenGatherBackend, UnevenGatherBackend};
 
-use super::choreography::{expect_error, in_turn, late_member, output_of, run, Flow};
-use super::exact::{check_output, concat, pick, values, with_extent};
+use super::choreography::{expect_error, in_turn, late_member, run, Flow};
+use super::exact::{pick, values};
 use super::needs;
+use super::scenario::{elements, with_extent, Scenario, Semantics};
+use super::values::{self, each_dtype};
 use crate::case::{Body, Row};
 use crate::check::Check;
+use crate::dtype::Dtype;
 use crate::harness::{Backend, Harness};
 use crate::matrix::Subject;
 use crate::operation::Operation;
@@ -32,20 +37,23 @@ use crate::world::RankCtx;
 const SIZES: &[usize] = &[1, 2, 3, 4, 8];
 
 /// GAT-1 inputs (every member's shape) and gather axes.
+/// Distinct extents on every axis, so that no two layouts agree by chance:
+/// middle axes with the outer extent below and above the inner one.
 const EVEN: &[(&[usize], usize)] = &[
     (&[2, 3], 0),
-    (&[2, 3, 2], 1),
+    (&[2, 3, 4], 1),
+    (&[4, 3, 2], 1),
     (&[2, 1, 3], 2),
-    (&[3, 2, 2], 0),
+    (&[3, 2, 4], 0),
     (&[1], 0),
     (&[0, 3], 0),
-    (&[2, 0, 2], 1),
+    (&[2, 0, 3], 1),
 ];
 
 /// GAT-2 inputs: each member's shape is this one with its own count along
 /// the axis (the placeholder 0 there).
 const UNEVEN: &[(&[usize], usize)] =
-    &[(&[0, 3], 0), (&[2, 0, 2], 1), (&[2, 2, 0], 2), (&[0, 2], 0)];
+    &[(&[0, 3], 0), (&[2, 0, 3], 1), (&[3, 2, 0], 2), (&[0, 2], 0)];
 
 /// Seed path component for the member given a zero count.
 const ZERO: u64 = 0x2e60;
@@ -84,79 +92,99 @@ where
     }]
 }
 
-/// GAT-1: exact concatenations on every (shape, axis).
+/// GAT-1: for every dtype, exact concatenations on every (shape, axis) and
+/// of the size sweep.
 fn even_gathers_concatenate_in_member_order<H: Harness>(ctx: &RankCtx<'_, H>) -> Check
 where
     Backend<H>: EvenGatherBackend,
 {
+    let mut step = 0u64;
     run(ctx, || {
-        for (step, (shape, axis)) in (0u64..).zip(EVEN) {
-            gather_even_once(ctx, step, shape, *axis)?;
-        }
-        Ok(())
+        each_dtype(ctx, |dtype, sweep| {
+            for (index, scenario) in even_scenarios(ctx.seed(), ctx.size(), dtype, sweep)
+                .iter()
+                .enumerate()
+            {
+                let Semantics::Gather { axis } = scenario.semantics else {
+                    continue;
+                };
+                values::step(
+                    ctx,
+                    ("gat-1", step, index == 0),
+                    crate::Operation::AllGatherEven,
+                    scenario,
+                    "should be the members' inputs concatenated in member order",
+                    |input| Backend::<H>::all_gather_even(input, axis, ctx.group(), ctx.executor()),
+                )?;
+                step += 1;
+            }
+            Ok(())
+        })
     })
 }
 
-fn gather_even_once<H: Harness>(
-    ctx: &RankCtx<'_, H>,
-    step: u64,
-    shape: &[usize],
-    axis: usize,
-) -> Flow
-where
-    Backend<H>: EvenGatherBackend,
-{
-    let (seed, size, rank) = (ctx.seed(), ctx.size(), ctx.rank());
-    let len = shape.iter().product();
-    let late = late_member(seed, step, size);
-    // The caller keeps a handle: retention is RET-3's subject, not this one's.
-    let input = ctx.tensor(&values(seed, step, rank, len), shape)?;
-    let what = || {
-        format!(
-            "all_gather_even of shape {shape:?} on axis {axis}, rank {rank} of {size} (member \
-             {late} joined last)"
-        )
-    };
-    let submitted = in_turn(ctx, &format!("gat-1/{step}"), late, || {
-        Backend::<H>::all_gather_even(input.clone(), axis, ctx.group(), ctx.executor())
-    })?;
-    let output = output_of(ctx, &what, submitted)?;
-    let extent = shape.get(axis).copied().unwrap_or(0);
-    let blocks: Vec<(Vec<f32>, usize)> = (0..size)
-        .map(|member| (values(seed, step, member, len), extent))
-        .collect();
-    check_output(
-        ctx,
-        crate::Operation::AllGatherEven,
-        || {
-            format!(
-                "{}: output should be the members' inputs concatenated in member order",
-                what()
-            )
-        },
-        &output,
-        &with_extent(shape, axis, extent * size),
-        &concat(shape, axis, &blocks),
-    )?;
-    Ok(())
+/// GAT-1's steps in `dtype` on a world of `size`: [`EVEN`], then 1-D
+/// tensors of the sweep's element counts, gathered on axis 0.
+pub(crate) fn even_scenarios(
+    seed: u64,
+    size: usize,
+    dtype: Dtype,
+    sweep: &[usize],
+) -> Vec<Scenario> {
+    EVEN.iter()
+        .map(|(shape, axis)| (shape.to_vec(), *axis))
+        .chain(sweep.iter().map(|&count| (vec![count], 0)))
+        .zip(0u64..)
+        .map(|((shape, axis), step)| {
+            let len = shape.iter().product();
+            Scenario {
+                label: format!("shape {shape:?} on axis {axis}"),
+                dtype,
+                semantics: Semantics::Gather { axis },
+                inputs: (0..size)
+                    .map(|member| elements(dtype, seed, step, member, len))
+                    .collect(),
+                shapes: vec![shape; size],
+            }
+        })
+        .collect()
 }
 
-/// GAT-2: exact uneven concatenations (counts are axis extents, with a zero
-/// count and an all-zero step), then `counts` of the wrong length fail.
+/// GAT-2: for every dtype, exact uneven concatenations (counts are axis
+/// extents, with a zero count and an all-zero step) and of the size sweep;
+/// then `counts` of the wrong length fail.
 fn uneven_counts_are_axis_extents<H: Harness>(ctx: &RankCtx<'_, H>) -> Check
 where
     Backend<H>: UnevenGatherBackend,
 {
+    let mut step = 0u64;
     run(ctx, || {
-        let last = UNEVEN.len() - 1;
-        for (step, (shape, axis)) in (0u64..).zip(UNEVEN) {
-            let counts = if step as usize == last {
-                vec![0; ctx.size()]
-            } else {
-                uneven_counts(ctx.seed(), step, ctx.size())
-            };
-            gather_uneven_once(ctx, step, shape, *axis, &counts)?;
-        }
+        each_dtype(ctx, |dtype, sweep| {
+            for (index, scenario) in uneven_scenarios(ctx.seed(), ctx.size(), dtype, sweep)
+                .iter()
+                .enumerate()
+            {
+                let Semantics::Gather { axis } = scenario.semantics else {
+                    continue;
+                };
+                let counts: Vec<usize> = scenario.shapes.iter().map(|shape| shape[axis]).collect();
+                values::step(
+                    ctx,
+                    ("gat-2", step, index == 0),
+                    crate::Operation::AllGatherUneven,
+                    scenario,
+                    &format!(
+                        "counts {counts:?} are the members' extents along the axis, so the output's \
+                         extent should be their sum with the blocks in member order"
+                    ),
+                    |input| {
+                        Backend::<H>::all_gather_uneven(input, &counts, axis, ctx.group(), ctx.executor())
+                    },
+                )?;
+                step += 1;
+            }
+            Ok(())
+        })?;
         let size = ctx.size();
         counts_of_wrong_length_fail(ctx, 100, size + 1)?;
         if size > 1 {
@@ -164,6 +192,56 @@ where
         }
         Ok(())
     })
+}
+
+/// GAT-2's steps in `dtype` on a world of `size`: [`UNEVEN`] with seeded
+/// counts (the last step all zero), then 1-D tensors of the sweep's element
+/// counts, member m sending that count plus m.
+pub(crate) fn uneven_scenarios(
+    seed: u64,
+    size: usize,
+    dtype: Dtype,
+    sweep: &[usize],
+) -> Vec<Scenario> {
+    let last = UNEVEN.len() - 1;
+    let table = UNEVEN.iter().zip(0u64..).map(|((base, axis), step)| {
+        let counts = if step as usize == last {
+            vec![0; size]
+        } else {
+            uneven_counts(seed, step, size)
+        };
+        (base.to_vec(), *axis, counts)
+    });
+    let swept = sweep.iter().map(|&count| {
+        (
+            vec![0],
+            0,
+            (0..size).map(|member| count + member).collect::<Vec<_>>(),
+        )
+    });
+    table
+        .chain(swept)
+        .zip(0u64..)
+        .map(|((base, axis, counts), step)| {
+            let shapes: Vec<Vec<usize>> = counts
+                .iter()
+                .map(|&count| with_extent(&base, axis, count))
+                .collect();
+            Scenario {
+                label: format!("counts {counts:?} on axis {axis} of shape {base:?}"),
+                dtype,
+                semantics: Semantics::Gather { axis },
+                inputs: shapes
+                    .iter()
+                    .enumerate()
+                    .map(|(member, shape)| {
+                        elements(dtype, seed, step, member, shape.iter().product())
+                    })
+                    .collect(),
+                shapes,
+            }
+        })
+        .collect()
 }
 
 /// Counts 1 to 3, except one member's, which is 0 (in groups of two or more).
@@ -178,59 +256,6 @@ fn uneven_counts(seed: u64, step: u64, size: usize) -> Vec<usize> {
             }
         })
         .collect()
-}
-
-fn gather_uneven_once<H: Harness>(
-    ctx: &RankCtx<'_, H>,
-    step: u64,
-    base: &[usize],
-    axis: usize,
-    counts: &[usize],
-) -> Flow
-where
-    Backend<H>: UnevenGatherBackend,
-{
-    let (seed, size, rank) = (ctx.seed(), ctx.size(), ctx.rank());
-    let late = late_member(seed, step, size);
-    let shape_of =
-        |member: usize| with_extent(base, axis, counts.get(member).copied().unwrap_or(0));
-    let mine = shape_of(rank);
-    // The caller keeps a handle: retention is RET-3's subject, not this one's.
-    let input = ctx.tensor(&values(seed, step, rank, mine.iter().product()), &mine)?;
-    let what = || {
-        format!(
-            "all_gather_uneven with counts {counts:?} on axis {axis} (rank {rank} submitted shape \
-             {mine:?}), rank {rank} of {size} (member {late} joined last)"
-        )
-    };
-    let submitted = in_turn(ctx, &format!("gat-2/{step}"), late, || {
-        Backend::<H>::all_gather_uneven(input.clone(), counts, axis, ctx.group(), ctx.executor())
-    })?;
-    let output = output_of(ctx, &what, submitted)?;
-    let blocks: Vec<(Vec<f32>, usize)> = (0..size)
-        .map(|member| {
-            let len = shape_of(member).iter().product();
-            (
-                values(seed, step, member, len),
-                counts.get(member).copied().unwrap_or(0),
-            )
-        })
-        .collect();
-    check_output(
-        ctx,
-        crate::Operation::AllGatherUneven,
-        || {
-            format!(
-                "{}: counts[i] is member i's extent along the axis, so the output's extent should \
-                 be their sum with the blocks in member order",
-                what()
-            )
-        },
-        &output,
-        &with_extent(base, axis, counts.iter().sum()),
-        &concat(base, axis, &blocks),
-    )?;
-    Ok(())
 }
 
 /// Bad input: every member submits a correct input with a `counts` of

@@ -16,8 +16,10 @@ mod exc;
 pub(crate) mod gat;
 pub(crate) mod p2p;
 mod ret;
+pub(crate) mod scenario;
 mod sub;
 pub(crate) mod sum;
+mod values;
 
 use std::time::{Duration, Instant};
 

@@ -30,10 +30,14 @@ use eredu_runtime::{
 };
 
 use super::choreography::rendezvous;
-use super::exact::{differs, mix_two as mix, Differs};
+use super::choreography::run;
+use super::exact::{differs, mix_two as mix, value_difference, Differs};
+use super::scenario::exact;
+use super::values::each_dtype;
 use super::{handle_and_output, must_complete, needs, poll, supported, Polled};
 use crate::case::{Body, Row};
 use crate::check::{slack, Check, Finding};
+use crate::dtype::Dtype;
 use crate::harness::{Backend, Harness, Instruments, Tensor};
 use crate::matrix::{wait_within, Handle, Subject};
 use crate::operation::Operation;
@@ -124,11 +128,11 @@ where
 
 /// One directed route of a script and the shapes of its bundle.
 #[derive(Debug, Clone)]
-struct Link {
-    id: u64,
+pub(crate) struct Link {
+    pub(crate) id: u64,
     source: usize,
     destination: usize,
-    shapes: Vec<Vec<usize>>,
+    pub(crate) shapes: Vec<Vec<usize>>,
 }
 
 impl Link {
@@ -198,21 +202,16 @@ fn elements(shape: &[usize]) -> usize {
 /// Exact payload of value `index` on route `id`: small integers (and one
 /// negative zero) in a range of their own per value, so a swapped, reversed or
 /// truncated bundle never compares equal.
-fn payload(seed: u64, id: u64, index: usize, shape: &[usize]) -> Vec<f32> {
-    let base = 1000 * index as u64 + mix(seed, id, 10 + index as u64) % 500;
-    (0..elements(shape))
-        .map(|i| {
-            if index == 0 && i == 1 {
-                -0.0
-            } else {
-                (base + i as u64) as f32 - 700.0
-            }
-        })
-        .collect()
+pub(crate) fn payload(dtype: Dtype, seed: u64, id: u64, index: usize, shape: &[usize]) -> Vec<f32> {
+    let mut values = super::scenario::elements(dtype, seed, id, index, elements(shape));
+    if let (0, Some(one)) = (index, values.get_mut(1)) {
+        *one = -0.0;
+    }
+    values
 }
 
 /// Receiver placeholders: garbage the output must never show.
-fn placeholder(shape: &[usize]) -> Vec<f32> {
+pub(crate) fn placeholder(shape: &[usize]) -> Vec<f32> {
     [f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 1.0e30]
         .into_iter()
         .cycle()
@@ -230,12 +229,15 @@ fn role(
         .map_err(|e| Finding::Harness(format!("boundary role of shape {shape:?}: {e}")))
 }
 
-/// The roles a receiver expects: `value-i`, f32, the bundle's shapes.
-fn expected_roles(shapes: &[Vec<usize>]) -> Result<Vec<BoundaryRoleContract>, Finding> {
+/// The roles a receiver expects: `value-i`, of `dtype`, the bundle's shapes.
+fn expected_roles(
+    shapes: &[Vec<usize>],
+    dtype: Dtype,
+) -> Result<Vec<BoundaryRoleContract>, Finding> {
     shapes
         .iter()
         .enumerate()
-        .map(|(i, shape)| role(format!("value-{i}"), TensorDtype::F32, shape))
+        .map(|(i, shape)| role(format!("value-{i}"), dtype.eredu(), shape))
         .collect()
 }
 
@@ -259,7 +261,7 @@ fn well_formed<H: Harness>(
 ) -> Result<Vec<RoleExactBoundaryValue<Tensor<H>>>, Finding> {
     frame(
         link.id,
-        expected_roles(&link.shapes)?,
+        expected_roles(&link.shapes, ctx.dtype())?,
         side_tensors(ctx, link)?,
     )
 }
@@ -273,7 +275,7 @@ fn side_tensors<H: Harness>(ctx: &RankCtx<'_, H>, link: &Link) -> Result<Vec<Ten
         .enumerate()
         .map(|(i, shape)| {
             let values = if sender {
-                payload(ctx.seed(), link.id, i, shape)
+                payload(ctx.dtype(), ctx.seed(), link.id, i, shape)
             } else {
                 placeholder(shape)
             };
@@ -400,14 +402,18 @@ fn check_bundle<H: Harness>(ctx: &RankCtx<'_, H>, link: &Link, outputs: &[Tensor
         )));
     }
     for (index, (output, shape)) in outputs.iter().zip(&link.shapes).enumerate() {
-        let expected = payload(ctx.seed(), link.id, index, shape);
-        let wrong = match differs(ctx, crate::Operation::SendReceive, output, shape, &expected)? {
+        let expected = exact(
+            shape.clone(),
+            payload(ctx.dtype(), ctx.seed(), link.id, index, shape),
+        );
+        let wrong = match differs(ctx, crate::Operation::SendReceive, output, &expected)? {
             None => continue,
             Some(Differs::Shape(got_shape)) => {
                 format!("{who}: value {index} has shape {got_shape:?}, expected {shape:?}")
             }
-            Some(Differs::Values(got)) => format!(
-                "{who}: value {index} (shape {shape:?}) is {got:?}, expected the sent {expected:?}"
+            Some(Differs::Values(got, mismatch)) => format!(
+                "{who}: value {index} (shape {shape:?}) should be the sent value bit for bit: {}",
+                value_difference(&got, &expected, mismatch)
             ),
         };
         return Err(Finding::Violation(wrong));
@@ -418,35 +424,56 @@ fn check_bundle<H: Harness>(ctx: &RankCtx<'_, H>, link: &Link, outputs: &[Tensor
 // ---------------------------------------------------------------------------
 // P2P-1
 
-/// Routes of a P2P-1 world: first to last, last to first, a ring over every
-/// rank, and a seeded pair.
-fn p2p1_links(seed: u64, n: usize) -> Vec<Link> {
+/// Routes of a P2P-1 world in one dtype, ids from `first_id` on: first to
+/// last, last to first, a ring over every rank, a seeded pair, and (when the
+/// sweep has sizes) last to first with a bundle of one value per nonzero
+/// size of the sweep (an empty tensor cannot be framed).
+pub(crate) fn p2p1_links(seed: u64, n: usize, first_id: u64, sweep: &[usize]) -> Vec<Link> {
     let mut pairs = vec![(0, n - 1), (n - 1, 0)];
     pairs.extend((0..n).map(|i| (i, (i + 1) % n)));
     pairs.push(distinct_pair(seed, n as u64, 20, n));
-    links(seed, 100, pairs)
+    let mut links = links(seed, first_id, pairs);
+    let swept: Vec<Vec<usize>> = sweep.iter().filter(|&&c| c > 0).map(|&c| vec![c]).collect();
+    if !swept.is_empty() {
+        links.push(Link {
+            id: first_id + links.len() as u64,
+            source: n - 1,
+            destination: 0,
+            shapes: swept,
+        });
+    }
+    links
 }
 
-/// P2P-1: on routes between various pairs, the receiver's output is the
-/// exact ordered bundle (shapes, values bit for bit) and the sender's output
-/// is what it sent.
+/// The first route id of P2P-1's links in `dtype` (30 ids each).
+pub(crate) fn p2p1_first_id(dtype: Dtype) -> u64 {
+    100 + 30 * Dtype::ALL.iter().position(|d| *d == dtype).unwrap_or(0) as u64
+}
+
+/// P2P-1: in every dtype, on routes between various pairs and with the
+/// size sweep, the receiver's output is the exact ordered bundle (shapes,
+/// values bit for bit) and the sender's output is what it sent.
 fn bundles_arrive_exact_and_in_order<H: Harness>(ctx: &RankCtx<'_, H>) -> Check
 where
     Backend<H>: PointToPointBackend,
 {
-    let links = p2p1_links(ctx.seed(), ctx.size());
-    let ends = open(ctx, &links, "p2p1-open")?;
-    let mut sides = Vec::new();
-    for (link, end) in links.iter().zip(&ends) {
-        let Some(route) = end else { continue };
-        let (completion, outputs) = submit_side(ctx, link, well_formed(ctx, link)?, route)?;
-        sides.push((link, completion, outputs));
-    }
-    for (link, completion, outputs) in &sides {
-        settle_side(ctx, link, completion)?;
-        check_bundle(ctx, link, outputs)?;
-    }
-    Ok(())
+    run(ctx, || {
+        each_dtype(ctx, |dtype, sweep| {
+            let links = p2p1_links(ctx.seed(), ctx.size(), p2p1_first_id(dtype), sweep);
+            let ends = open(ctx, &links, &format!("p2p1-open-{dtype}"))?;
+            let mut sides = Vec::new();
+            for (link, end) in links.iter().zip(&ends) {
+                let Some(route) = end else { continue };
+                let (completion, outputs) = submit_side(ctx, link, well_formed(ctx, link)?, route)?;
+                sides.push((link, completion, outputs));
+            }
+            for (link, completion, outputs) in &sides {
+                settle_side(ctx, link, completion)?;
+                check_bundle(ctx, link, outputs)?;
+            }
+            Ok(())
+        })
+    })
 }
 
 // ---------------------------------------------------------------------------
@@ -553,7 +580,7 @@ fn mismatching_frame<H: Harness>(
     ctx: &RankCtx<'_, H>,
     trap: &Trap,
 ) -> Result<Vec<RoleExactBoundaryValue<Tensor<H>>>, Finding> {
-    let mut roles = expected_roles(&trap.link.shapes)?;
+    let mut roles = expected_roles(&trap.link.shapes, Dtype::F32)?;
     let mut tensors = side_tensors(ctx, &trap.link)?;
     let shape = &trap.link.shapes[trap.index];
     let name = format!("value-{}", trap.index);
@@ -567,8 +594,10 @@ fn mismatching_frame<H: Harness>(
         Mismatch::Shape => {
             let other = other_shape(shape);
             roles[trap.index] = role(name, TensorDtype::F32, &other)?;
-            tensors[trap.index] =
-                ctx.tensor(&payload(ctx.seed(), route, trap.index, &other), &other)?;
+            tensors[trap.index] = ctx.tensor(
+                &payload(Dtype::F32, ctx.seed(), route, trap.index, &other),
+                &other,
+            )?;
         }
     }
     frame(route, roles, tensors)

@@ -11,22 +11,26 @@
 //!   what `all_reduce_sum_wave` of eredu-runtime relies on; a backend that
 //!   starts collectives only when they are first observed deadlocks there.
 //!
-//! Inputs are small integers derived from (seed, step, rank, index) (see
-//! [`value`]), so every sum is exact in `f32` in any summation order
-//! and outputs are compared bit for bit. Each step picks, from the case's
-//! seed, the member that joins last; every wait is bounded, so a hang is a
-//! failure that names the operation and the late member (see
-//! [`super::choreography`]).
+//! SUM-1 runs in every dtype the harness offers, on its shapes and on the
+//! size sweep; its inputs are integers of a band of their own per member
+//! ([`super::scenario::addend`]) and outputs are compared within the bound
+//! of any summation order (see [`super::scenario`]). Each step's members
+//! join as its arrival says (a seeded member last, reversed, odd members
+//! first); every wait is bounded, so a hang is a failure that names the
+//! operation and the arrival (see [`super::choreography`]).
 
 use std::time::Duration;
 
 use eredu_runtime::backend::SumReductionBackend;
 
-use super::choreography::{in_turn, late_member, output_of, run, settle_all, Flow, Owned};
-use super::exact::{check_output, value, values};
+use super::choreography::{output_of, run, settle_all, Owned};
+use super::exact::{check_output, values};
 use super::needs;
+use super::scenario::{addends, exact, sum, Scenario, Semantics};
+use super::values::{self, each_dtype, Refused};
 use crate::case::{Body, Row};
 use crate::check::{slack, Check};
+use crate::dtype::Dtype;
 use crate::harness::{Backend, Harness};
 use crate::matrix::Subject;
 use crate::operation::Operation;
@@ -37,7 +41,7 @@ use crate::world::RankCtx;
 const SIZES: &[usize] = &[1, 2, 3, 4, 8];
 
 /// SUM-1 shapes: plain, 2-D, a scalar, empty ones, a single element, 3-D.
-const SHAPES: &[&[usize]] = &[&[4], &[2, 3], &[], &[0], &[1], &[3, 0, 2], &[2, 1, 3]];
+const SHAPES: &[&[usize]] = &[&[4], &[2, 3], &[], &[0], &[1], &[3, 0, 2], &[2, 3, 4]];
 
 /// The SUM-2 wave: one reduction per shape, in submission order.
 const WAVE: &[&[usize]] = &[&[3], &[2, 2], &[0], &[1], &[2, 1, 2], &[]];
@@ -83,73 +87,76 @@ where
     ]
 }
 
-/// SUM-1: exact sums of every shape; then, alone, the bitwise identity.
+/// SUM-1: for every dtype, sums of every shape and of the size sweep within
+/// their bound; then, alone, the bitwise identity.
 fn sums_are_exact<H: Harness>(ctx: &RankCtx<'_, H>) -> Check
 where
     Backend<H>: SumReductionBackend,
 {
+    let mut step = 0u64;
     run(ctx, || {
-        for (step, shape) in (0u64..).zip(SHAPES) {
-            reduce_once(ctx, step, shape)?;
-        }
-        if ctx.size() == 1 {
-            return singleton_is_the_identity(ctx);
-        }
-        Ok(())
+        each_dtype(ctx, |dtype, sweep| {
+            let claim = if ctx.size() == 1 {
+                "should be the identity on a singleton group"
+            } else {
+                "should be the elementwise sum over members (within its bound)"
+            };
+            for (index, scenario) in scenarios(ctx.seed(), ctx.size(), dtype, sweep)
+                .iter()
+                .enumerate()
+            {
+                values::step(
+                    ctx,
+                    ("sum-1", step, index == 0),
+                    crate::Operation::AllReduceSum,
+                    scenario,
+                    claim,
+                    |input| Backend::<H>::all_reduce_sum(input, ctx.group(), ctx.executor()),
+                )?;
+                step += 1;
+            }
+            if ctx.size() == 1 {
+                singleton_is_the_identity(ctx, dtype)?;
+            }
+            Ok(())
+        })
     })
 }
 
-/// One reduction of `shape`, the seed's member joining last.
-fn reduce_once<H: Harness>(ctx: &RankCtx<'_, H>, step: u64, shape: &[usize]) -> Flow
-where
-    Backend<H>: SumReductionBackend,
-{
-    let (seed, size, rank) = (ctx.seed(), ctx.size(), ctx.rank());
-    let len = shape.iter().product();
-    let late = late_member(seed, step, size);
-    // The caller keeps a handle: retention is RET-3's subject, not this one's.
-    let input = ctx.tensor(&values(seed, step, rank, len), shape)?;
-    let what = || {
-        format!("all_reduce_sum of shape {shape:?} on rank {rank} of {size} (member {late} joined last)")
-    };
-    let submitted = in_turn(ctx, &format!("sum-1/{step}"), late, || {
-        Backend::<H>::all_reduce_sum(input.clone(), ctx.group(), ctx.executor())
-    })?;
-    let output = output_of(ctx, &what, submitted)?;
-    let expected: Vec<f32> = (0..len)
-        .map(|index| {
-            (0..size)
-                .map(|member| value(seed, step, member, index))
-                .sum()
+/// SUM-1's steps in `dtype` on a world of `size`: [`SHAPES`], then 1-D
+/// tensors of the sweep's element counts. Inputs are [`addends`].
+pub(crate) fn scenarios(seed: u64, size: usize, dtype: Dtype, sweep: &[usize]) -> Vec<Scenario> {
+    SHAPES
+        .iter()
+        .map(|shape| shape.to_vec())
+        .chain(sweep.iter().map(|&count| vec![count]))
+        .zip(0u64..)
+        .map(|(shape, step)| {
+            let len = shape.iter().product();
+            Scenario {
+                label: format!("shape {shape:?}"),
+                dtype,
+                semantics: Semantics::Sum,
+                inputs: (0..size)
+                    .map(|member| addends(dtype, seed, step, member, len))
+                    .collect(),
+                shapes: vec![shape; size],
+            }
         })
-        .collect();
-    let claim = if size == 1 {
-        "the identity on a singleton group"
-    } else {
-        "the elementwise sum over members"
-    };
-    check_output(
-        ctx,
-        crate::Operation::AllReduceSum,
-        || format!("{} should be {claim}", what()),
-        &output,
-        shape,
-        &expected,
-    )?;
-    Ok(())
+        .collect()
 }
 
 /// On a singleton group the sum is the identity, bit for bit: a negative
-/// zero, fractions, a huge value and the smallest normal one come back as
-/// given.
-fn singleton_is_the_identity<H: Harness>(ctx: &RankCtx<'_, H>) -> Flow
+/// zero, fractions, the dtype's largest value and its smallest normal one
+/// come back as given.
+fn singleton_is_the_identity<H: Harness>(ctx: &RankCtx<'_, H>, dtype: Dtype) -> Result<(), Refused>
 where
     Backend<H>: SumReductionBackend,
 {
-    let input = [-0.0, 0.5, -3.25, 1.0e30, f32::MIN_POSITIVE];
+    let input = [-0.0, 0.5, -3.25, dtype.max(), dtype.min_positive()];
     // The caller keeps a handle: retention is RET-3's subject, not this one's.
     let tensor = ctx.tensor(&input, &[input.len()])?;
-    let what = || "all_reduce_sum on a singleton group".to_owned();
+    let what = || format!("all_reduce_sum in {dtype} on a singleton group");
     let submitted = Backend::<H>::all_reduce_sum(tensor.clone(), ctx.group(), ctx.executor());
     let output = output_of(ctx, &what, submitted)?;
     check_output(
@@ -157,8 +164,7 @@ where
         crate::Operation::AllReduceSum,
         || format!("{} should be the identity (bit for bit)", what()),
         &output,
-        &[input.len()],
-        &input,
+        &exact(vec![input.len()], input.to_vec()),
     )?;
     Ok(())
 }
@@ -213,9 +219,10 @@ where
         )?;
         for ((index, step), output) in (0..WAVE.len()).zip(200u64..).zip(&outputs) {
             let shape = WAVE[index];
-            let expected: Vec<f32> = (0..shape.iter().product())
-                .map(|i| (0..size).map(|member| value(seed, step, member, i)).sum())
+            let inputs: Vec<Vec<f32>> = (0..size)
+                .map(|member| values(seed, step, member, shape.iter().product()))
                 .collect();
+            let expected = sum(Dtype::F32, &inputs, shape.to_vec());
             let what = || {
                 format!(
                     "all_reduce_sum wave on rank {rank} of {size}: reduction {index} (shape \
@@ -223,14 +230,7 @@ where
                 )
             };
             // A wrong sum is SUM-1's; SUM-2 is about the wave completing.
-            match check_output(
-                ctx,
-                crate::Operation::AllReduceSum,
-                what,
-                output,
-                shape,
-                &expected,
-            ) {
+            match check_output(ctx, crate::Operation::AllReduceSum, what, output, &expected) {
                 Err(crate::check::Finding::Violation(wrong)) => ctx.attribute("SUM-1", wrong),
                 other => other?,
             }

@@ -24,7 +24,7 @@ use crate::executor::{CpuExecutor, Dispatch, Work, WorkCtx, WorkKind};
 use crate::group::{Contribution, CpuGroup, GroupMember};
 use crate::layout::{concat_axis, slice_axis, AxisView};
 use crate::sync::rt::{Instant, Mutex};
-use crate::tensor::{CpuTensor, Storage, Values};
+use crate::tensor::{CpuTensor, Element, Storage, Values};
 use crate::CpuBackend;
 
 /// Computes one member's output from every contribution (member order) and its own index.
@@ -100,7 +100,9 @@ impl Collective {
         };
         let retain_inputs = !device.has(Defect::CollectiveDropsResources);
         let retain_output = !device.has(Defect::OutputNotRetained);
-        let output = output_shape.map(|shape| CpuTensor::pending(executor.ledger(), shape));
+        let element = input.as_ref().map_or(Element::F32, CpuTensor::element);
+        let output =
+            output_shape.map(|shape| CpuTensor::pending(executor.ledger(), shape).of(element));
         let held = Held {
             input: input
                 .as_ref()
@@ -112,9 +114,14 @@ impl Collective {
                 .map(|tensor| Arc::clone(tensor.storage())),
             group: retain_inputs.then(|| Arc::clone(&group.member)),
         };
-        let input_storage: Option<(Weak<Storage>, Vec<i32>)> = input
-            .as_ref()
-            .map(|tensor| (Arc::downgrade(tensor.storage()), tensor.dims().to_vec()));
+        let input_storage: Option<(Weak<Storage>, Vec<i32>, Element)> =
+            input.as_ref().map(|tensor| {
+                (
+                    Arc::downgrade(tensor.storage()),
+                    tensor.dims().to_vec(),
+                    tensor.element(),
+                )
+            });
         let output_storage = output
             .as_ref()
             .map(|tensor| Arc::downgrade(tensor.storage()));
@@ -213,7 +220,7 @@ fn run_collective(
     operation: &'static str,
     seq: u64,
     member: &Weak<GroupMember>,
-    input: Option<(Weak<Storage>, Vec<i32>)>,
+    input: Option<(Weak<Storage>, Vec<i32>, Element)>,
     meta: Vec<usize>,
     Shape {
         waits,
@@ -223,8 +230,8 @@ fn run_collective(
     combine: Combine,
 ) -> Result<Option<Values>, CpuError> {
     let member = reach(member, operation, "communication group")?;
-    let (values, shape) = match input {
-        Some((weak, shape)) => {
+    let (values, shape, element) = match input {
+        Some((weak, shape, element)) => {
             let input = reach(&weak, operation, "input storage")?;
             // Evaluating a lazy input can fail, or be aborted by this work's
             // NativeCancel: this member then never takes part, so its peers
@@ -233,15 +240,17 @@ fn run_collective(
                 let (rendezvous, index) = member.rendezvous();
                 rendezvous.abort(seq, index, &error.to_string());
             })?;
-            (values, shape)
+            (values, shape, element)
         }
-        None => (Values::default(), Vec::new()),
+        None => (Values::default(), Vec::new(), Element::F32),
     };
     let contribution = Contribution {
         operation,
         values,
         shape,
+        element,
         meta,
+        arrival: 0,
     };
     if alone {
         if let Some(fault) = ctx.fault() {
@@ -264,6 +273,7 @@ fn run_collective(
             ),
         });
     }
+    agree(operation, &all.contributions, "element type", |c| c.element)?;
     if !waits {
         // Planted defects only: a member that left without its peers has
         // nothing to combine (its outputs are empty by construction).
@@ -319,8 +329,7 @@ fn agree<T: PartialEq + std::fmt::Debug>(
 /// The sum is fused and blocked (each block of the output is summed over all
 /// members while it is in cache), and large outputs are split between two
 /// threads: the other members wait for this result, so their cores are idle.
-fn sum(members: &[Contribution], recycled: Option<Values>) -> Values {
-    const PARALLEL_FROM: usize = 1 << 18;
+fn sum(members: &[Contribution], recycled: Option<Values>, kernel: Kernel) -> Values {
     let len = members.first().map_or(0, |first| first.values.len());
     let mut total = recycled
         .filter(|buffer| buffer.len() == len)
@@ -334,33 +343,73 @@ fn sum(members: &[Contribution], recycled: Option<Values>) -> Values {
     // `available_parallelism` reads the scheduler's and cgroup's limits (a
     // few system calls): only large outputs ask.
     if len < PARALLEL_FROM || std::thread::available_parallelism().map_or(1, usize::from) < 2 {
-        sum_into(buffer, 0, members);
+        sum_into(buffer, 0, members, kernel);
         return total;
     }
     let (low, high) = buffer.split_at_mut(len / 2);
     std::thread::scope(|scope| {
-        scope.spawn(|| sum_into(high, len / 2, members));
-        sum_into(low, 0, members);
+        scope.spawn(|| sum_into(high, len / 2, members, kernel));
+        sum_into(low, 0, members, kernel);
     });
     total
 }
 
-/// Writes `out[i] = Σ members[m].values[offset + i]`, block by block.
-fn sum_into(out: &mut [f32], offset: usize, members: &[Contribution]) {
-    const BLOCK: usize = 4096;
-    for (index, block) in out.chunks_mut(BLOCK).enumerate() {
-        let start = offset + index * BLOCK;
+/// The sum's cache block, in elements: each block of the output is summed
+/// over every member while it is in cache. A boundary of the data path (the
+/// harness names it, so the kit's size sweep goes past it).
+pub const SUM_BLOCK: usize = 4096;
+
+/// Outputs of at least this many elements are summed by two threads, each
+/// taking half: a second boundary of the data path.
+pub const PARALLEL_FROM: usize = 1 << 18;
+
+/// How one sum is computed: its element type (the result is rounded to it
+/// once, block by block) and the planted defects of the kernel.
+#[derive(Debug, Clone, Copy)]
+struct Kernel {
+    element: Element,
+    /// SUM-1 defect: a last, partial block past [`PARALLEL_FROM`] keeps
+    /// member 0's values.
+    tail_untouched: bool,
+    /// SUM-1 defect: `bf16` inputs are decoded as `f16` bits.
+    bf16_as_f16: bool,
+}
+
+impl Kernel {
+    /// A member's value as the kernel reads it.
+    fn load(self, value: f32) -> f32 {
+        if self.bf16_as_f16 && self.element == Element::Bf16 {
+            half::f16::from_bits(half::bf16::from_f32(value).to_bits()).to_f32()
+        } else {
+            value
+        }
+    }
+}
+
+/// Writes `out[i] = Σ members[m].values[offset + i]`, block by block, in
+/// `f32`, each block then rounded to the element type.
+fn sum_into(out: &mut [f32], offset: usize, members: &[Contribution], kernel: Kernel) {
+    for (index, block) in out.chunks_mut(SUM_BLOCK).enumerate() {
+        let start = offset + index * SUM_BLOCK;
         let end = start + block.len();
+        let skipped = kernel.tail_untouched && start >= PARALLEL_FROM && block.len() < SUM_BLOCK;
         for (m, member) in members.iter().enumerate() {
             let Some(values) = member.values.get(start..end) else {
                 continue;
             };
             if m == 0 {
-                block.copy_from_slice(values);
-            } else {
-                for (acc, value) in block.iter_mut().zip(values) {
-                    *acc += value;
+                for (acc, &value) in block.iter_mut().zip(values) {
+                    *acc = kernel.load(value);
                 }
+            } else if !skipped {
+                for (acc, &value) in block.iter_mut().zip(values) {
+                    *acc += kernel.load(value);
+                }
+            }
+        }
+        if kernel.element != Element::F32 {
+            for value in block.iter_mut() {
+                *value = kernel.element.round(*value);
             }
         }
     }
@@ -451,13 +500,20 @@ impl SumReductionBackend for CpuBackend {
                     // path it takes.
                     group.member.next_seq();
                     let output =
-                        CpuTensor::sharing(executor.ledger(), value.dims().to_vec(), values);
+                        CpuTensor::sharing(executor.ledger(), value.dims().to_vec(), values)
+                            .of(value.element());
                     return Ok(Submission { output, completion });
                 }
             }
         }
         let shape = value.dims().to_vec();
-        let skip_last = executor.device().has(Defect::SumSkipsLastMember);
+        let device = executor.device();
+        let skip_last = device.has(Defect::SumSkipsLastMember);
+        let kernel = Kernel {
+            element: value.element(),
+            tail_untouched: device.has(Defect::SumTailBlockUntouched),
+            bf16_as_f16: device.has(Defect::SumBf16AsF16),
+        };
         let recycle = group.member.rendezvous().0;
         let mut collective = Collective::new(
             OP,
@@ -473,7 +529,7 @@ impl SumReductionBackend for CpuBackend {
                 } else {
                     all
                 };
-                let total = sum(members, recycle.take());
+                let total = sum(members, recycle.take(), kernel);
                 recycle.keep(&total);
                 Ok(total)
             }),
@@ -496,26 +552,38 @@ impl EvenGatherBackend for CpuBackend {
         check_axis(OP, &value, axis)?;
         let shape = value.dims().to_vec();
         let width = value.extents()[axis] * group.size();
-        let reversed = executor.device().has(Defect::GatherReversed);
+        let device = executor.device();
+        let reversed = device.has(Defect::GatherReversed);
+        let by_arrival = device.has(Defect::GatherByArrival);
+        let middle_swapped =
+            device.has(Defect::GatherMiddleAxisSwapped) && axis > 0 && axis + 1 < shape.len();
         let mut collective = Collective::new(
             OP,
             Box::new(move |all, _| {
                 agree(OP, all, "axis", |c| c.meta.clone())?;
                 same_shapes(OP, all)?;
                 let views = axis_views(OP, all, axis)?;
-                let mut blocks: Vec<(&[f32], usize)> = all
+                let mut blocks: Vec<(&[f32], usize, usize)> = all
                     .iter()
                     .zip(&views)
-                    .map(|(c, v)| (c.values.as_slice(), v.extent))
+                    .map(|(c, v)| (c.values.as_slice(), v.extent, c.arrival))
                     .collect();
                 if reversed {
                     blocks.reverse();
                 }
-                Ok(Arc::new(concat_axis(
-                    views[0].outer,
-                    views[0].inner,
-                    &blocks,
-                )))
+                if by_arrival {
+                    blocks.sort_by_key(|&(_, _, arrival)| arrival);
+                }
+                let blocks: Vec<(&[f32], usize)> = blocks
+                    .into_iter()
+                    .map(|(data, extent, _)| (data, extent))
+                    .collect();
+                let (outer, inner) = if middle_swapped {
+                    (views[0].inner, views[0].outer)
+                } else {
+                    (views[0].outer, views[0].inner)
+                };
+                Ok(Arc::new(concat_axis(outer, inner, &blocks)))
             }),
         )
         .symmetric();
@@ -722,7 +790,12 @@ impl BroadcastBackend for CpuBackend {
                 agree(OP, all, "root", |c| c.meta.clone())?;
                 same_shapes(OP, all)?;
                 if sums {
-                    return Ok(sum(all, None));
+                    let kernel = Kernel {
+                        element: all.first().map_or(Element::F32, |c| c.element),
+                        tail_untouched: false,
+                        bf16_as_f16: false,
+                    };
+                    return Ok(sum(all, None, kernel));
                 }
                 Ok(Arc::clone(&all[root].values))
             }),

@@ -8,7 +8,7 @@
 //! and the ledger, and the body reports a use after free instead of
 //! silently working.
 
-mod collectives;
+pub(crate) mod collectives;
 pub use collectives::CpuAgreement;
 mod local;
 mod point_to_point;

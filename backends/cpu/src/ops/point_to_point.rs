@@ -56,7 +56,7 @@ impl PointToPointBackend for CpuBackend {
         } else {
             let outputs: Vec<CpuTensor> = tensors
                 .iter()
-                .map(|t| CpuTensor::pending(executor.ledger(), t.dims().to_vec()))
+                .map(|t| CpuTensor::pending(executor.ledger(), t.dims().to_vec()).of(t.element()))
                 .collect();
             let slots: Vec<Weak<Storage>> = outputs
                 .iter()

@@ -1,0 +1,472 @@
+//! The data of the value checks: every step of SUM-1, GAT-1, GAT-2, A2A-1,
+//! BRD-1 and P2P-1 is a [`Scenario`] (each member's input and what the
+//! operation owes each member), built by the family's suite and run by it on
+//! the backend. The output-mutation matrix ([`crate::precision`]) feeds the
+//! same scenarios' plausible wrong outputs to the same verifier
+//! ([`judge`]): the data's own mutant proof.
+//!
+//! - **Dtypes.** Each step runs once per dtype the harness offers. Movement
+//!   data ([`element`]) is exact in its dtype and distinct per member (every
+//!   member's values lie in a range of their own) and, within a member, over
+//!   1024 (`f32`, `f16`) or 128 (`bf16`) consecutive elements. Sum data
+//!   ([`addend`]) lies in a band `[2^(p-1), 2^p)` of integers (in `f32`, the
+//!   movement data itself), signed by member, so that leaving out or doubling
+//!   any member moves a sum further than the sum's bound.
+//! - **Sums** are compared within `γ_n · Σ|x_m|` per element, where `n` is
+//!   the number of members, `γ_n = n·u / (1 − n·u)` and `u = 2^-p` is the
+//!   dtype's unit roundoff (p = 24, 11, 8): the error bound of any summation
+//!   order, in the dtype or in a wider type rounded once. A singleton's sum is
+//!   its input, bit for bit. Everything else is compared bit for bit.
+//! - **Sizes** ([`sweep`]): 0, 1, a small odd size, 2^8 ± 1, one element
+//!   each side of every boundary the harness names, and past the largest
+//!   (at least 4 MiB per rank), on worlds of 2 and 3 members.
+//! - **Orders** ([`Arrival`]): a step's members join with a seeded member
+//!   last, in reversed member order, or odd members first.
+
+use crate::dtype::Dtype;
+
+use super::exact::{mix, value};
+
+/// How members join a step: who submits when.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Arrival {
+    /// Every member but this one submits first (in any order), then it.
+    Late(usize),
+    /// Members submit one after the other, in this order.
+    Order(Vec<usize>),
+}
+
+impl Arrival {
+    /// The step's arrival: its index picks one of the three kinds, so that
+    /// every check's steps use all three on every world of two or more.
+    pub(crate) fn of_step(seed: u64, step: u64, size: usize) -> Self {
+        match (step % 3, size) {
+            (_, 0..=1) | (0, _) => Self::Late(super::choreography::late_member(seed, step, size)),
+            (1, _) => Self::Order((0..size).rev().collect()),
+            _ => Self::Order(
+                (0..size)
+                    .filter(|m| m % 2 == 1)
+                    .chain((0..size).step_by(2))
+                    .collect(),
+            ),
+        }
+    }
+}
+
+impl std::fmt::Display for Arrival {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Late(member) => write!(f, "member {member} joined last"),
+            Self::Order(order) => write!(f, "members joined in the order {order:?}"),
+        }
+    }
+}
+
+/// What an operation owes each member, given every member's input.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Semantics {
+    /// The elementwise sum over members.
+    Sum,
+    /// The inputs concatenated along `axis` in member order (each member's
+    /// extent along the axis is its own).
+    Gather { axis: usize },
+    /// `matrix[i][j]` positions along `axis` go from member i to member j;
+    /// each member's output is its received slices in peer order.
+    AllToAll {
+        axis: usize,
+        matrix: Vec<Vec<usize>>,
+    },
+    /// The root's input.
+    Broadcast { root: usize },
+}
+
+/// One step of a value check, identical on every rank.
+#[derive(Debug, Clone)]
+pub(crate) struct Scenario {
+    /// What the step is (shape, axis, counts, size), for messages.
+    pub(crate) label: String,
+    pub(crate) dtype: Dtype,
+    pub(crate) semantics: Semantics,
+    /// Every member's input shape.
+    pub(crate) shapes: Vec<Vec<usize>>,
+    /// Every member's input values (row-major, widened to `f32`).
+    pub(crate) inputs: Vec<Vec<f32>>,
+}
+
+/// What one member's output should be.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Expected {
+    pub(crate) shape: Vec<usize>,
+    pub(crate) values: Vec<f32>,
+    /// Per-element bound on `|got − expected|` (sums over two or more
+    /// members); `None`: bit for bit.
+    pub(crate) bound: Option<Vec<f32>>,
+}
+
+impl Scenario {
+    /// Members of the step's world.
+    pub(crate) fn size(&self) -> usize {
+        self.inputs.len()
+    }
+
+    /// What `member`'s output should be.
+    pub(crate) fn expected(&self, member: usize) -> Expected {
+        match &self.semantics {
+            Semantics::Sum => sum(self.dtype, &self.inputs, self.shapes[0].clone()),
+            Semantics::Gather { axis } => {
+                let blocks: Vec<(&[f32], usize)> = self
+                    .inputs
+                    .iter()
+                    .zip(&self.shapes)
+                    .map(|(values, shape)| (values.as_slice(), extent(shape, *axis)))
+                    .collect();
+                exact(
+                    with_extent(&self.shapes[0], *axis, blocks.iter().map(|b| b.1).sum()),
+                    concat(&self.shapes[0], *axis, &blocks),
+                )
+            }
+            Semantics::AllToAll { axis, matrix } => {
+                let (shape, values) = all_to_all(self, *axis, matrix, member, |sends, peer, to| {
+                    (
+                        sends.iter().take(to).sum(),
+                        sends.get(to).copied().unwrap_or(0),
+                        peer,
+                    )
+                });
+                exact(shape, values)
+            }
+            Semantics::Broadcast { root } => exact(
+                self.shapes.get(*root).cloned().unwrap_or_default(),
+                self.inputs.get(*root).cloned().unwrap_or_default(),
+            ),
+        }
+    }
+}
+
+/// An expectation compared bit for bit.
+pub(crate) fn exact(shape: Vec<usize>, values: Vec<f32>) -> Expected {
+    Expected {
+        shape,
+        values,
+        bound: None,
+    }
+}
+
+/// The sum over `inputs`, with its bound (see the module docs).
+pub(crate) fn sum(dtype: Dtype, inputs: &[Vec<f32>], shape: Vec<usize>) -> Expected {
+    let len = inputs.first().map_or(0, Vec::len);
+    let n = inputs.len();
+    let values = (0..len)
+        .map(|i| inputs.iter().map(|m| f64::from(m[i])).sum::<f64>() as f32)
+        .collect();
+    if n < 2 {
+        return exact(shape, values);
+    }
+    let gamma = gamma(dtype, n);
+    let bound = (0..len)
+        .map(|i| (gamma * inputs.iter().map(|m| f64::from(m[i]).abs()).sum::<f64>()) as f32)
+        .collect();
+    Expected {
+        shape,
+        values,
+        bound: Some(bound),
+    }
+}
+
+/// `γ_n = n·u / (1 − n·u)` for the dtype's unit roundoff `u`.
+pub(crate) fn gamma(dtype: Dtype, n: usize) -> f64 {
+    let nu = n as f64 * dtype.unit_roundoff();
+    nu / (1.0 - nu)
+}
+
+/// A member's expected all-to-all output: for each peer (in the order
+/// `peers` gives), the slice `take(sends, peer, member)` names as (offset,
+/// length, source member) along the axis of the source's input.
+pub(crate) fn all_to_all(
+    scenario: &Scenario,
+    axis: usize,
+    matrix: &[Vec<usize>],
+    member: usize,
+    take: impl Fn(&[usize], usize, usize) -> (usize, usize, usize),
+) -> (Vec<usize>, Vec<f32>) {
+    let base = &scenario.shapes[0];
+    let blocks: Vec<(Vec<f32>, usize)> = (0..matrix.len())
+        .map(|peer| {
+            let (offset, len, source) = take(&matrix[peer], peer, member);
+            let source = source.min(scenario.size().saturating_sub(1));
+            let shape = &scenario.shapes[source];
+            let available = extent(shape, axis);
+            let len = len.min(available.saturating_sub(offset));
+            (
+                slice(&scenario.inputs[source], shape, axis, offset, len),
+                len,
+            )
+        })
+        .collect();
+    let total = blocks.iter().map(|b| b.1).sum();
+    let borrowed: Vec<(&[f32], usize)> = blocks.iter().map(|(v, e)| (v.as_slice(), *e)).collect();
+    (
+        with_extent(base, axis, total),
+        concat(base, axis, &borrowed),
+    )
+}
+
+/// The extent of `shape` along `axis` (0 past its rank).
+pub(crate) fn extent(shape: &[usize], axis: usize) -> usize {
+    shape.get(axis).copied().unwrap_or(0)
+}
+
+/// `shape` seen from `axis`: (elements before it, its extent, elements after it).
+pub(crate) fn around(shape: &[usize], axis: usize) -> (usize, usize, usize) {
+    let outer = shape.iter().take(axis).product();
+    let inner = shape.iter().skip(axis + 1).product();
+    (outer, extent(shape, axis), inner)
+}
+
+/// `shape` with its extent along `axis` replaced.
+pub(crate) fn with_extent(shape: &[usize], axis: usize, extent: usize) -> Vec<usize> {
+    let mut out = shape.to_vec();
+    if let Some(slot) = out.get_mut(axis) {
+        *slot = extent;
+    }
+    out
+}
+
+/// Reference concatenation along `axis` of row-major blocks, each given
+/// with its extent along the axis; every block has `shape` off the axis.
+pub(crate) fn concat(shape: &[usize], axis: usize, blocks: &[(&[f32], usize)]) -> Vec<f32> {
+    let (outer, _, inner) = around(shape, axis);
+    let mut out = Vec::with_capacity(outer * inner * blocks.iter().map(|b| b.1).sum::<usize>());
+    for row in 0..outer {
+        for (data, extent) in blocks {
+            let run = extent * inner;
+            out.extend(data.iter().skip(row * run).take(run));
+        }
+    }
+    out
+}
+
+/// Reference slice: positions `start..start + len` along `axis` of a
+/// row-major tensor of `shape`.
+pub(crate) fn slice(
+    data: &[f32],
+    shape: &[usize],
+    axis: usize,
+    start: usize,
+    len: usize,
+) -> Vec<f32> {
+    let (outer, extent, inner) = around(shape, axis);
+    (0..outer)
+        .flat_map(|row| {
+            data.iter()
+                .skip((row * extent + start) * inner)
+                .take(len * inner)
+        })
+        .copied()
+        .collect()
+}
+
+/// Movement data: member `rank`'s value at `index` in step `step`, exact in
+/// `dtype`; members' ranges are disjoint and a member's values are distinct
+/// over any 1024 (`bf16`: 128) consecutive indexes. `f32` keeps the suites'
+/// historical data ([`value`]).
+pub(crate) fn element(dtype: Dtype, seed: u64, step: u64, rank: usize, index: usize) -> f32 {
+    let offset = mix(seed, &[step, rank as u64]);
+    match dtype {
+        Dtype::F32 => value(seed, step, rank, index),
+        Dtype::F16 => {
+            // Sign by parity, a binade of its own per member (exponent field
+            // 8 to 23: normal, finite), 10 mantissa bits.
+            let mantissa = (index as u64 % 1024 * 37 + offset) % 1024;
+            let bits = ((rank as u64 % 2) << 15) | ((8 + rank as u64 % 16) << 10) | mantissa;
+            half::f16::from_bits(bits as u16).to_f32()
+        }
+        Dtype::Bf16 => {
+            let mantissa = (index as u64 % 128 * 37 + offset) % 128;
+            let bits = ((rank as u64 % 2) << 15) | ((120 + rank as u64 % 16) << 7) | mantissa;
+            half::bf16::from_bits(bits as u16).to_f32()
+        }
+    }
+}
+
+/// The first `len` movement values of member `rank` in step `step`.
+pub(crate) fn elements(dtype: Dtype, seed: u64, step: u64, rank: usize, len: usize) -> Vec<f32> {
+    (0..len)
+        .map(|i| element(dtype, seed, step, rank, i))
+        .collect()
+}
+
+/// Sum data: member `rank`'s addend at `index`, an integer of magnitude in
+/// `[2^(p-1), 2^p)` for the dtype's precision p (exact in it), negative on
+/// odd members; `f32` keeps the historical data ([`value`]), whose members'
+/// magnitudes are at least 512 while the bound stays below 1.
+pub(crate) fn addend(dtype: Dtype, seed: u64, step: u64, rank: usize, index: usize) -> f32 {
+    if dtype == Dtype::F32 {
+        return value(seed, step, rank, index);
+    }
+    let half_range = 1u64 << (dtype.precision() - 1);
+    let offset = mix(seed, &[step, rank as u64, 0x5a]);
+    let k = (index as u64 % half_range * 37 + offset) % half_range;
+    let magnitude = (half_range + k) as f32;
+    if rank % 2 == 1 {
+        -magnitude
+    } else {
+        magnitude
+    }
+}
+
+/// The first `len` addends of member `rank` in step `step`.
+pub(crate) fn addends(dtype: Dtype, seed: u64, step: u64, rank: usize, len: usize) -> Vec<f32> {
+    (0..len)
+        .map(|i| addend(dtype, seed, step, rank, i))
+        .collect()
+}
+
+/// World sizes the size sweep runs on (a power of two and not).
+pub(crate) const SWEEP_WORLDS: &[usize] = &[2, 3];
+
+/// The sweep's floor for its largest message, in bytes per rank.
+pub(crate) const SWEEP_FLOOR: usize = 4 << 20;
+
+/// Element counts of the size sweep for `dtype`, given the harness's
+/// boundaries (bytes) and limit: sorted, without repeats; and the counts
+/// the limit skipped.
+pub(crate) fn sweep(
+    dtype: Dtype,
+    boundaries: &[usize],
+    limit: Option<usize>,
+) -> (Vec<usize>, Vec<usize>) {
+    let size = dtype.size();
+    let mut counts = vec![0, 1, 7, 255, 257];
+    for &bytes in boundaries {
+        let at = bytes / size;
+        counts.extend([at.saturating_sub(1), at + 1]);
+    }
+    let largest = boundaries.iter().copied().max().unwrap_or(0);
+    counts.push(SWEEP_FLOOR.max(2 * largest) / size + 3);
+    counts.sort_unstable();
+    counts.dedup();
+    counts
+        .into_iter()
+        .partition(|&count| limit.is_none_or(|limit| count * size <= limit))
+}
+
+/// Whether `got` (of `got_shape`) is what `expected` says: `None` when it
+/// is, or how it differs. The one verifier of every value check.
+pub(crate) fn judge(expected: &Expected, got_shape: &[usize], got: &[f32]) -> Option<Mismatch> {
+    if got_shape != expected.shape.as_slice() {
+        return Some(Mismatch::Shape);
+    }
+    if got.len() != expected.values.len() {
+        return Some(Mismatch::Length);
+    }
+    let wrong = |i: usize| {
+        let (g, e) = (got[i], expected.values[i]);
+        match &expected.bound {
+            None => g.to_bits() != e.to_bits(),
+            Some(_) if e.is_nan() => !g.is_nan(),
+            Some(bound) => !(f64::from(g) - f64::from(e)).abs().le(&f64::from(bound[i])),
+        }
+    };
+    (0..got.len()).find(|&i| wrong(i)).map(Mismatch::Element)
+}
+
+/// How an output differs from its expectation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mismatch {
+    /// Another shape.
+    Shape,
+    /// The right shape, another number of values.
+    Length,
+    /// The first element that is wrong.
+    Element(usize),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn data_is_exact_in_its_dtype_and_members_do_not_overlap() {
+        for dtype in Dtype::ALL {
+            for rank in 0..8 {
+                for index in 0..2048 {
+                    let v = element(dtype, 7, 1, rank, index);
+                    assert!(v.is_finite() && dtype.represents(v), "{dtype} {v}");
+                    let a = addend(dtype, 7, 1, rank, index);
+                    assert!(dtype.represents(a), "{dtype} addend {a}");
+                }
+            }
+            let ranges: Vec<(f32, f32)> = (0..8)
+                .map(|rank| {
+                    let values: Vec<f32> = elements(dtype, 7, 1, rank, 1024)
+                        .iter()
+                        .map(|v| v.abs())
+                        .collect();
+                    (
+                        values.iter().copied().fold(f32::MAX, f32::min),
+                        values.iter().copied().fold(0.0, f32::max),
+                    )
+                })
+                .collect();
+            for (a, ra) in ranges.iter().enumerate() {
+                for rb in ranges.iter().skip(a + 1) {
+                    assert!(
+                        ra.1 < rb.0 || rb.1 < ra.0,
+                        "{dtype}: members' ranges overlap"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_sweep_goes_past_every_boundary_and_the_limit_skips() {
+        let (counts, skipped) = sweep(Dtype::F32, &[16 << 10, 1 << 20], None);
+        assert!(skipped.is_empty());
+        for want in [
+            0,
+            1,
+            7,
+            255,
+            257,
+            4095,
+            4097,
+            262_143,
+            262_145,
+            (1 << 20) + 3,
+        ] {
+            assert!(counts.contains(&want), "{want} missing from {counts:?}");
+        }
+        let (counts, skipped) = sweep(Dtype::Bf16, &[], Some(1024));
+        assert_eq!(counts, vec![0, 1, 7, 255, 257]);
+        assert_eq!(skipped, vec![(2 << 20) + 3]);
+    }
+
+    #[test]
+    fn a_correct_sum_in_the_dtype_is_within_the_bound_and_a_missing_member_is_not() {
+        for dtype in Dtype::ALL {
+            for n in [2, 3, 8] {
+                let inputs: Vec<Vec<f32>> = (0..n).map(|m| addends(dtype, 3, 2, m, 300)).collect();
+                let expected = sum(dtype, &inputs, vec![300]);
+                // Recursive summation in the dtype itself, in reverse order.
+                let in_dtype: Vec<f32> = (0..300)
+                    .map(|i| {
+                        inputs
+                            .iter()
+                            .rev()
+                            .fold(0.0f32, |acc, m| dtype.round(acc + m[i]))
+                    })
+                    .collect();
+                assert_eq!(judge(&expected, &[300], &in_dtype), None, "{dtype} n={n}");
+                let missing: Vec<f32> = (0..300)
+                    .map(|i| inputs.iter().take(n - 1).map(|m| m[i]).sum())
+                    .collect();
+                assert!(
+                    judge(&expected, &[300], &missing).is_some(),
+                    "{dtype} n={n}"
+                );
+            }
+        }
+    }
+}

@@ -1,0 +1,125 @@
+//! Running the value checks' scenarios ([`super::scenario`]) on a backend:
+//! once per dtype the harness offers, each step's members joining as its
+//! [`Arrival`] says, every output judged by the one verifier.
+
+use std::fmt::Display;
+
+use eredu_core::Submission;
+
+use super::choreography::{arrive, output_of, Flow, Stop};
+use super::exact::check_output;
+use super::scenario::{sweep, Arrival, Scenario, SWEEP_WORLDS};
+use crate::dtype::Dtype;
+use crate::harness::{CommCompletion, Harness, Tensor};
+use crate::operation::Operation;
+use crate::world::RankCtx;
+
+/// Runs `steps` once per dtype the harness offers (each listed once, in the
+/// kit's order), with tensors built and read in it. `steps` gets the dtype
+/// and the sweep's element counts for this world (none outside
+/// [`SWEEP_WORLDS`]); the counts above the harness's limit are skipped with
+/// a note. A dtype the backend refuses (see [`step`]) ends its own steps
+/// only, with a note quoting the backend.
+pub(crate) fn each_dtype<H: Harness>(
+    ctx: &RankCtx<'_, H>,
+    mut steps: impl FnMut(Dtype, &[usize]) -> Result<(), Refused>,
+) -> Flow {
+    let offered = ctx.harness().dtypes();
+    for dtype in Dtype::ALL.into_iter().filter(|d| offered.contains(d)) {
+        let counts = if SWEEP_WORLDS.contains(&ctx.size()) {
+            let harness = ctx.harness();
+            let (counts, skipped) = sweep(
+                dtype,
+                &harness.boundaries(dtype),
+                harness.max_message_bytes(),
+            );
+            if !skipped.is_empty() && ctx.rank() == 0 {
+                ctx.note(format!(
+                    "{dtype}: sizes of {skipped:?} elements skipped: above the harness's limit of {} bytes per rank",
+                    harness.max_message_bytes().unwrap_or(0)
+                ));
+            }
+            counts
+        } else {
+            Vec::new()
+        };
+        match ctx.in_dtype(dtype, || steps(dtype, &counts)) {
+            Ok(()) => {}
+            Err(Refused::Dtype(why)) => {
+                if ctx.rank() == 0 {
+                    ctx.note(format!(
+                        "{dtype}: not supported by the backend, its steps skipped ({why})"
+                    ));
+                }
+            }
+            Err(Refused::Stop(stop)) => return Err(stop),
+        }
+    }
+    Ok(())
+}
+
+/// Why a dtype's steps ended early.
+pub(crate) enum Refused {
+    /// The backend refused the dtype at its first step's submission (quoted).
+    Dtype(String),
+    /// A finding, or another rank's.
+    Stop(Stop),
+}
+
+impl From<Stop> for Refused {
+    fn from(stop: Stop) -> Self {
+        Self::Stop(stop)
+    }
+}
+
+impl From<crate::check::Finding> for Refused {
+    fn from(finding: crate::check::Finding) -> Self {
+        Self::Stop(Stop::Found(finding))
+    }
+}
+
+/// One step: builds this rank's input, submits it as the step's arrival
+/// says, waits (bounded) and judges the output against the scenario's
+/// expectation; `claim` says what the output should be. A submission error
+/// on the first step of a dtype other than `f32` (`first`) is the backend
+/// refusing the dtype: a refusal must come at submission, on every rank.
+pub(crate) fn step<H: Harness, E: Display>(
+    ctx: &RankCtx<'_, H>,
+    (tag, step, first): (&str, u64, bool),
+    operation: Operation,
+    scenario: &Scenario,
+    claim: &str,
+    submit: impl FnOnce(Tensor<H>) -> Result<Submission<Tensor<H>, CommCompletion<H>>, E>,
+) -> Result<(), Refused> {
+    let (rank, size) = (ctx.rank(), ctx.size());
+    let input = ctx.tensor(&scenario.inputs[rank], &scenario.shapes[rank])?;
+    let arrival = Arrival::of_step(ctx.seed(), step, size);
+    let what = || {
+        format!(
+            "{operation} of {} in {}, rank {rank} of {size} ({arrival})",
+            scenario.label, scenario.dtype
+        )
+    };
+    let submitted = arrive(ctx, &format!("{tag}/{step}"), &arrival, || {
+        submit(input.clone())
+    })?;
+    let submitted = match submitted {
+        Err(error) if first && scenario.dtype != Dtype::F32 => {
+            return Err(Refused::Dtype(format!(
+                "{}: submission failed: {error}",
+                what()
+            )))
+        }
+        other => other,
+    };
+    let output = output_of(ctx, &what, submitted)?;
+    check_output(
+        ctx,
+        operation,
+        || format!("{}: {claim}", what()),
+        &output,
+        &scenario.expected(rank),
+    )?;
+    drop(input);
+    Ok(())
+}
