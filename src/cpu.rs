@@ -26,6 +26,8 @@ pub struct CpuHarness {
     /// Whether [`Harness::second_handle`] clones completions (not for the
     /// `no-clone` personality).
     clones: bool,
+    /// Element types the device refuses to communicate (none by default).
+    refused: Option<Element>,
 }
 
 /// The personalities [`CpuHarness::with_personality`] knows: the backend's
@@ -96,6 +98,17 @@ impl CpuHarness {
             processes: None,
             personality: Personality::Lazy,
             clones: true,
+            refused: None,
+        }
+    }
+
+    /// The backend refusing communication on `element` tensors, while the
+    /// harness still offers their dtype (the kit's tests of a backend that
+    /// refuses a dtype: its steps are not supported, quoting the backend).
+    pub fn refusing(self, element: Element) -> Self {
+        Self {
+            refused: Some(element),
+            ..self
         }
     }
 
@@ -199,6 +212,15 @@ impl CpuHarness {
             ),
             (_, Some(defect)) => CpuDevice::with_defect(defect),
             (_, None) => CpuDevice::new(),
+        };
+        let device = match self.refused {
+            Some(element) => device.refusing(element).map_err(|e| {
+                HarnessError(format!(
+                    "a new device did not take the refusal of {}",
+                    e.name()
+                ))
+            })?,
+            None => device,
         };
         device
             .with_personality(self.personality)

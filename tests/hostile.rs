@@ -7,10 +7,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use commcheck::{
-    run_cases, Claims, CompletionRef, Harness, HarnessError, HoldGuard, Identity, Instruments,
-    Ledger, Observer, Probe, Verdict, WireRecord,
+    run_cases, Claims, CompletionRef, Dtype, Harness, HarnessError, HoldGuard, HostValues,
+    Identity, Instruments, Ledger, Observer, Probe, Verdict, WireRecord,
 };
-use commcheck_cpu::{CpuBackend, CpuExecutor, CpuGroup, CpuRoute, CpuTensor};
+use commcheck_cpu::{CpuBackend, CpuExecutor, CpuGroup, CpuRoute, CpuTensor, Element};
 use commcheck_reference::cpu::{CpuHarness, CpuRank, CpuWorld};
 use libtest_mimic::{Arguments, Failed, Trial};
 
@@ -37,6 +37,12 @@ enum Mode {
     /// No instruments, and every matrix product fails (square tensors come
     /// out one column wider), so no lazy work can keep local work pending.
     LazyWorkFails,
+    /// Offers every dtype, but builds its `bf16` tensors as `f16` ones.
+    Bf16BuiltAsF16,
+    /// Offers every dtype; the backend refuses to communicate `bf16`.
+    Bf16Refused,
+    /// Accepts messages of at most 64 KiB per rank.
+    SmallMessages,
 }
 
 impl Mode {
@@ -52,6 +58,9 @@ impl Mode {
             Self::RankPanics,
             Self::ProbeDeclaredButAbsent,
             Self::LazyWorkFails,
+            Self::Bf16BuiltAsF16,
+            Self::Bf16Refused,
+            Self::SmallMessages,
         ]
         .into_iter()
         .find(|mode| format!("{mode:?}") == name)
@@ -67,7 +76,11 @@ struct Hostile {
 impl Hostile {
     fn new(mode: Mode) -> Self {
         Self {
-            inner: CpuHarness::new(),
+            inner: if mode == Mode::Bf16Refused {
+                CpuHarness::new().refusing(Element::Bf16)
+            } else {
+                CpuHarness::new()
+            },
             mode,
             lock: Arc::new(Mutex::new(())),
         }
@@ -191,6 +204,45 @@ impl Harness for Hostile {
 
     fn read(&self, rank: &HostileRank, tensor: &CpuTensor) -> Result<Vec<f32>, HarnessError> {
         self.inner.read(&rank.inner, tensor)
+    }
+
+    fn dtypes(&self) -> Vec<Dtype> {
+        match self.mode {
+            Mode::Bf16BuiltAsF16 | Mode::Bf16Refused | Mode::SmallMessages => self.inner.dtypes(),
+            _ => vec![Dtype::F32],
+        }
+    }
+
+    fn tensor_of(
+        &self,
+        rank: &HostileRank,
+        values: &HostValues,
+        shape: &[usize],
+    ) -> Result<CpuTensor, HarnessError> {
+        match (self.mode, values) {
+            (Mode::Bf16BuiltAsF16, HostValues::Bf16(_)) => {
+                let wrong = HostValues::narrow(Dtype::F16, &values.widen());
+                self.inner.tensor_of(&rank.inner, &wrong, shape)
+            }
+            _ => self.inner.tensor_of(&rank.inner, values, shape),
+        }
+    }
+
+    fn read_as(
+        &self,
+        rank: &HostileRank,
+        tensor: &CpuTensor,
+        dtype: Dtype,
+    ) -> Result<HostValues, HarnessError> {
+        self.inner.read_as(&rank.inner, tensor, dtype)
+    }
+
+    fn boundaries(&self, dtype: Dtype) -> Vec<usize> {
+        self.inner.boundaries(dtype)
+    }
+
+    fn max_message_bytes(&self) -> Option<usize> {
+        (self.mode == Mode::SmallMessages).then_some(64 << 10)
     }
 
     fn hold(&self, rank: &HostileRank, executor: &CpuExecutor) -> Option<HoldGuard> {
@@ -335,6 +387,41 @@ fn failing_lazy_work_is_not_supported() -> Result<(), Failed> {
         calibration.unavailable,
         started.elapsed()
     );
+    Ok(())
+}
+
+/// The value checks of `mode`, on worlds of 2 (and the sweep): every one
+/// must end as `verdict` with a message containing every one of `says`
+/// (notes included).
+fn value_checks(mode: Mode, verdict: Verdict, says: &[&str]) -> Result<(), Failed> {
+    let cases = [
+        "SUM-1::all_reduce_sum",
+        "GAT-1::all_gather_even",
+        "GAT-2::all_gather_uneven",
+        "A2A-1::variable_all_to_all",
+        "BRD-1::broadcast",
+        "P2P-1::send_receive",
+    ];
+    let results = run_cases(Hostile::new(mode), |c| cases.contains(&c.name().as_str()))
+        .expect("the COMMCHECK_* settings are valid");
+    if results.cases.len() != cases.len() {
+        return Err(format!("expected {} results, got {:?}", cases.len(), results.cases).into());
+    }
+    for case in &results.cases {
+        let said = format!(
+            "{} {}",
+            case.message.clone().unwrap_or_default(),
+            case.notes.join(" ")
+        );
+        let missing: Vec<&&str> = says.iter().filter(|s| !said.contains(**s)).collect();
+        if case.verdict != verdict || !missing.is_empty() {
+            return Err(format!(
+                "{mode:?}: {} was {} saying {said:?}; expected {verdict} saying {says:?}",
+                case.name, case.verdict
+            )
+            .into());
+        }
+    }
     Ok(())
 }
 
@@ -517,6 +604,40 @@ fn main() {
         Trial::test(
             "lazy_work_that_fails_is_not_supported",
             failing_lazy_work_is_not_supported,
+        ),
+        Trial::test(
+            "dtype_the_harness_builds_wrongly_blames_the_harness",
+            || {
+                value_checks(
+                    Mode::Bf16BuiltAsF16,
+                    Verdict::Fail,
+                    &[
+                        "harness",
+                        "bf16 tensor",
+                        "read back, before any backend call",
+                    ],
+                )
+            },
+        ),
+        Trial::test(
+            "dtype_the_backend_refuses_is_not_supported_quoting_it",
+            || {
+                value_checks(
+                    Mode::Bf16Refused,
+                    Verdict::Pass,
+                    &["bf16: not supported by the backend", "a bf16 tensor"],
+                )
+            },
+        ),
+        Trial::test(
+            "sizes_above_the_harness_limit_are_skipped_with_the_reason",
+            || {
+                value_checks(
+                    Mode::SmallMessages,
+                    Verdict::Pass,
+                    &["skipped: above the harness's limit of 65536 bytes per rank"],
+                )
+            },
         ),
         Trial::test(
             "harness_that_declares_an_absent_instrument_fails_clearly",

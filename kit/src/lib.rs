@@ -196,7 +196,7 @@ pub mod processes;
 pub mod runner;
 pub mod settings;
 pub mod spec;
-mod suites;
+pub(crate) mod suites;
 pub mod world;
 
 pub use case::Case;
@@ -210,6 +210,8 @@ pub use harness::{
 };
 pub use matrix::Subject;
 pub use operation::Operation;
-pub use runner::results::{Attributed, Calibration, CaseResult, Evidence, RunResults, Verdict};
+pub use runner::results::{
+    Attributed, Calibration, CaseResult, DataCoverage, Evidence, RunResults, Sweep, Verdict,
+};
 pub use runner::{main, run_cases, run_cases_with, run_with};
 pub use world::RankCtx;

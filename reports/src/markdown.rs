@@ -404,6 +404,13 @@ fn provenance(report: &Report) -> Option<Section> {
         ],
         vec!["seed".to_owned(), p.seed.to_string()],
         vec![
+            "value-check data".to_owned(),
+            cell(&p.data.as_ref().map_or_else(
+                || "not recorded".to_owned(),
+                commcheck::DataCoverage::describe,
+            )),
+        ],
+        vec![
             "generated (Unix time)".to_owned(),
             p.generated_unix.to_string(),
         ],

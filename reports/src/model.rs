@@ -382,6 +382,9 @@ pub struct Provenance {
     /// for a whole run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub incomplete: Option<String>,
+    /// The data the value checks ran on: dtypes and the size sweep.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<commcheck::DataCoverage>,
     /// When the report was written, in seconds since the Unix epoch.
     pub generated_unix: u64,
 }

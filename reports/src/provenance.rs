@@ -94,6 +94,7 @@ impl Environment {
             calibration: results.calibration.clone(),
             processes: results.processes,
             incomplete: results.incomplete.clone(),
+            data: results.data.clone(),
             generated_unix: self.generated_unix,
         }
     }

@@ -23,6 +23,8 @@ struct DeviceShared {
     ledger: Arc<Ledger>,
     defect: Option<Defect>,
     personality: Personality,
+    /// Element types communication refuses (none by default).
+    refused: Vec<Element>,
     next_id: AtomicU64,
     quarantine: Mutex<Vec<Arc<Core>>>,
     leaked: Mutex<Vec<Retained>>,
@@ -106,6 +108,7 @@ impl CpuDevice {
                 ledger: Arc::new(Ledger::default()),
                 defect,
                 personality: Personality::Lazy,
+                refused: Vec::new(),
                 next_id: AtomicU64::new(1),
                 quarantine: Mutex::new(Vec::new()),
                 leaked: Mutex::new(Vec::new()),
@@ -298,6 +301,34 @@ impl CpuDevice {
     /// Liveness probe: is the storage with this id still allocated?
     pub fn storage_live(&self, id: StorageId) -> bool {
         self.shared.ledger.storage_live(id)
+    }
+
+    /// The device, refusing communication on tensors of `element`: every
+    /// operation's submission fails, naming it (a backend that computes
+    /// fewer element types; for the kit's tests of such backends). `Err`
+    /// once the device is shared (choose it before cloning).
+    pub fn refusing(mut self, element: Element) -> Result<Self, Element> {
+        let Some(shared) = Arc::get_mut(&mut self.shared) else {
+            return Err(element);
+        };
+        shared.refused.push(element);
+        Ok(self)
+    }
+
+    /// Refuses communication on `tensor` when its element type is refused.
+    pub(crate) fn admits(
+        &self,
+        operation: &'static str,
+        tensor: &CpuTensor,
+    ) -> Result<(), CpuError> {
+        if self.shared.refused.contains(&tensor.element()) {
+            return Err(CpuError::invalid(
+                operation,
+                "a tensor of an element type this device communicates",
+                format!("a {} tensor", tensor.element().name()),
+            ));
+        }
+        Ok(())
     }
 
     /// This device with `personality` (see [`Personality`]), set before any

@@ -28,8 +28,10 @@ pub(crate) struct Contribution {
     pub(crate) shape: Vec<i32>,
     /// Input element type; members of one collective must agree.
     pub(crate) element: Element,
-    /// How many members had deposited before this one (set by the rendezvous).
-    pub(crate) arrival: usize,
+    /// The member's admission ticket: tickets grow with every collective
+    /// admitted on the group in this process, so within one collective they
+    /// order its members by submission (0 for a member in another process).
+    pub(crate) arrival: u64,
     /// Operation-specific scalars every member must agree on or exchange
     /// (a root, per-peer counts, a status).
     pub(crate) meta: Vec<usize>,
@@ -53,8 +55,7 @@ struct Slot {
 
 impl Slot {
     /// Records `member`'s contribution; the last one makes the gathered set.
-    fn deposit(&mut self, member: usize, mut contribution: Contribution) {
-        contribution.arrival = self.contributions.iter().flatten().count();
+    fn deposit(&mut self, member: usize, contribution: Contribution) {
         self.contributions[member] = Some(contribution);
         if self.contributions.iter().all(Option::is_some) {
             let contributions = self
@@ -101,6 +102,8 @@ pub(crate) struct GroupShared {
     changed: Condvar,
     /// The other members' processes, for a group spanning processes.
     span: Option<Span>,
+    /// Admission tickets handed out (see [`Contribution::arrival`]).
+    admissions: AtomicU64,
 }
 
 fn guard<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -134,6 +137,7 @@ impl GroupShared {
             size,
             ledger: Arc::clone(device.ledger_ref()),
             recycled: Mutex::new(None),
+            admissions: AtomicU64::new(0),
             state: Mutex::new(GroupState {
                 slots: HashMap::new(),
                 fenced: None,
@@ -391,6 +395,11 @@ impl GroupMember {
     /// Sequence number of the next collective this member submits.
     pub(crate) fn next_seq(&self) -> u64 {
         self.next_seq.fetch_add(1, Ordering::SeqCst)
+    }
+
+    /// The next admission ticket of the group (see [`Contribution::arrival`]).
+    pub(crate) fn ticket(&self) -> u64 {
+        self.shared.admissions.fetch_add(1, Ordering::SeqCst)
     }
 
     /// See [`GroupShared::exchange`].

@@ -17,7 +17,8 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use commcheck_cpu::{
-    CpuBackend, CpuCompletion, CpuDevice, CpuError, CpuTensor, Defect, Phase, WireMessage,
+    CpuBackend, CpuCompletion, CpuDevice, CpuError, CpuTensor, Defect, Element, Phase, WireMessage,
+    PARALLEL_FROM, SUM_BLOCK,
 };
 use common::*;
 use eredu_core::{BoundedCompletion, BoundedCompletionOutcome, Completion, Submission};
@@ -609,6 +610,50 @@ fn gather_reversed(d: &CpuDevice) -> bool {
     results != vec![Some(vec![0.0, 1000.0]); 2]
 }
 
+fn sum_tail_block_untouched(d: &CpuDevice) -> bool {
+    // Past the parallel split, with a last partial block.
+    let len = PARALLEL_FROM + SUM_BLOCK + 5;
+    let results = on_ranks(d, 2, |rank, group, e| {
+        let input = tensor(d, &vec![rank as f32 + 1.0; len], &[len as i32]);
+        output(CpuBackend::all_reduce_sum(input, &group, &e).unwrap())
+    });
+    results != vec![Some(vec![3.0; len]); 2]
+}
+
+fn sum_bf16_as_f16(d: &CpuDevice) -> bool {
+    let results = on_ranks(d, 2, |_, group, e| {
+        let input = d.typed_tensor(Element::Bf16, &[1.0, 2.0], &[2]).unwrap();
+        output(CpuBackend::all_reduce_sum(input, &group, &e).unwrap())
+    });
+    results != vec![Some(vec![2.0, 4.0]); 2]
+}
+
+fn gather_middle_axis_swapped(d: &CpuDevice) -> bool {
+    // Shape [2, 1, 3] on axis 1: outer 2, inner 3.
+    let results = on_ranks(d, 2, |rank, group, e| {
+        output(CpuBackend::all_gather_even(ranked(d, rank, &[2, 1, 3]), 1, &group, &e).unwrap())
+    });
+    let rows = |o: usize| (0..2).flat_map(move |r| (0..3).map(move |i| value(r, o * 3 + i)));
+    results != vec![Some((0..2).flat_map(rows).collect()); 2]
+}
+
+fn gather_by_arrival(d: &CpuDevice) -> bool {
+    // Member 1 submits first, member 0 once member 1's submission returned.
+    let (submitted, wait_submitted) = mpsc::channel::<()>();
+    let wait_submitted = Mutex::new(wait_submitted);
+    let results = on_ranks(d, 2, |rank, group, e| {
+        if rank == 0 {
+            let _ = wait_submitted.lock().unwrap().recv_timeout(BOUND);
+        }
+        let submission = CpuBackend::all_gather_even(ranked(d, rank, &[1]), 0, &group, &e).unwrap();
+        if rank == 1 {
+            let _ = submitted.send(());
+        }
+        output(submission)
+    });
+    results != vec![Some(vec![value(0, 0), value(1, 0)]); 2]
+}
+
 fn uneven_counts_as_elements(d: &CpuDevice) -> bool {
     let counts = [2, 1];
     let results = on_ranks(d, 2, |rank, group, e| {
@@ -836,7 +881,11 @@ const SCENARIOS: &[(Defect, Scenario)] = &[
     (Defect::SubmitErrorLeavesWork, submit_error_leaves_work),
     (Defect::SumSkipsLastMember, sum_skips_last_member),
     (Defect::LazyLaunch, lazy_launch),
+    (Defect::SumTailBlockUntouched, sum_tail_block_untouched),
+    (Defect::SumBf16AsF16, sum_bf16_as_f16),
     (Defect::GatherReversed, gather_reversed),
+    (Defect::GatherMiddleAxisSwapped, gather_middle_axis_swapped),
+    (Defect::GatherByArrival, gather_by_arrival),
     (Defect::UnevenCountsAsElements, uneven_counts_as_elements),
     (Defect::AllToAllZeroSkips, all_to_all_zero_skips),
     (Defect::PointToPointReversed, point_to_point_reversed),

@@ -136,6 +136,7 @@ pub fn merge(runs: &[LabelledRun], order: &[String]) -> Result<RunResults, Merge
         calibration: runs.iter().find_map(|run| run.results.calibration.clone()),
         processes: runs.iter().filter_map(|run| run.results.processes).max(),
         incomplete: (!incomplete.is_empty()).then(|| incomplete.join("; ")),
+        data: base.data.clone(),
     })
 }
 

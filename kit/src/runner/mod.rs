@@ -375,6 +375,7 @@ pub(crate) fn summary<H: Harness>(harness: &H, seed: u64, cases: Vec<CaseResult>
         calibration: crate::lazy::calibration(harness),
         processes: None,
         incomplete: None,
+        data: Some(results::DataCoverage::of(harness)),
     }
 }
 

@@ -65,6 +65,9 @@ pub struct RunHeader {
     /// worlds of threads.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub processes: Option<usize>,
+    /// The data the value checks ran on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<super::results::DataCoverage>,
     /// Every case of the catalogue, in order.
     pub catalogue: Vec<Planned>,
 }
@@ -248,6 +251,7 @@ impl Records {
             claims: harness.claims().operations(),
             seed,
             processes,
+            data: Some(super::results::DataCoverage::of(&**harness)),
             catalogue,
         };
         let json = serde_json::to_string_pretty(&header).map_err(|e| e.to_string())?;
@@ -452,6 +456,7 @@ pub fn collect(dir: &Path) -> Result<Collected, RecordsError> {
         calibration,
         processes: header.processes,
         incomplete,
+        data: header.data.clone(),
     };
     Ok(Collected {
         header,

@@ -180,6 +180,98 @@ pub struct RunResults {
     /// A file with this set is never a whole run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub incomplete: Option<String>,
+    /// The data the value checks ran on: dtypes and the size sweep (absent
+    /// in results of kits before it was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<DataCoverage>,
+}
+
+/// What data the value checks (SUM-1, GAT-1, GAT-2, A2A-1, BRD-1, P2P-1)
+/// ran on, from the harness's declarations.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct DataCoverage {
+    /// The dtypes every value check ran in.
+    pub dtypes: Vec<crate::Dtype>,
+    /// The world sizes the size sweep runs on.
+    pub sweep_worlds: Vec<usize>,
+    /// The size sweep of each dtype.
+    pub sweeps: Vec<Sweep>,
+}
+
+/// The size sweep of one dtype.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Sweep {
+    pub dtype: crate::Dtype,
+    /// The boundaries the harness named, in bytes per rank.
+    pub boundaries: Vec<usize>,
+    /// The element counts per rank that ran.
+    pub elements: Vec<usize>,
+    /// The element counts skipped for the harness's limit.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skipped: Vec<usize>,
+}
+
+impl DataCoverage {
+    /// What `harness` declares: its dtypes (in the kit's order) and each
+    /// one's sweep.
+    pub fn of<H: crate::Harness>(harness: &H) -> Self {
+        let offered = harness.dtypes();
+        let dtypes: Vec<crate::Dtype> = crate::Dtype::ALL
+            .into_iter()
+            .filter(|dtype| offered.contains(dtype))
+            .collect();
+        let sweeps = dtypes
+            .iter()
+            .map(|&dtype| {
+                let boundaries = harness.boundaries(dtype);
+                let (elements, skipped) =
+                    crate::suites::scenario::sweep(dtype, &boundaries, harness.max_message_bytes());
+                Sweep {
+                    dtype,
+                    boundaries,
+                    elements,
+                    skipped,
+                }
+            })
+            .collect();
+        Self {
+            dtypes,
+            sweep_worlds: crate::suites::scenario::SWEEP_WORLDS.to_vec(),
+            sweeps,
+        }
+    }
+
+    /// One line for reports: dtypes, and each sweep's sizes.
+    pub fn describe(&self) -> String {
+        let names: Vec<&str> = self.dtypes.iter().map(|d| d.name()).collect();
+        let sweeps: Vec<String> = self
+            .sweeps
+            .iter()
+            .map(|sweep| {
+                let largest = sweep.elements.iter().max().copied().unwrap_or(0);
+                let mut line = format!(
+                    "{}: {} sizes, {:?} elements (largest {} bytes per rank)",
+                    sweep.dtype,
+                    sweep.elements.len(),
+                    sweep.elements,
+                    largest * sweep.dtype.size()
+                );
+                if !sweep.skipped.is_empty() {
+                    line.push_str(&format!(
+                        "; {:?} skipped for the harness's limit",
+                        sweep.skipped
+                    ));
+                }
+                line
+            })
+            .collect();
+        format!(
+            "dtypes {}; size sweep on worlds of {:?}: {}",
+            names.join(", "),
+            self.sweep_worlds,
+            sweeps.join("; ")
+        )
+    }
 }
 
 impl RunResults {

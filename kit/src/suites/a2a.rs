@@ -20,7 +20,7 @@ use eredu_runtime::CommunicationPeerCounts;
 use super::choreography::{expect_error, in_turn, in_turn_then, late_member, output_of, run, Flow};
 use super::exact::{check_output, pick};
 use super::scenario::{elements, with_extent, Scenario, Semantics};
-use super::values::{self, each_dtype};
+use super::values::{self, each_dtype, Refused};
 use super::{needs, settle};
 use crate::case::{Body, Row};
 use crate::check::{slack, Check, Finding};
@@ -201,7 +201,7 @@ where
                 let first = index == 0;
                 if let Some(&(base, axis, zeros)) = STEPS.get(index) {
                     let plan = plan(ctx.seed(), index as u64, ctx.size(), (base, axis, zeros));
-                    exchange_once(ctx, tag, &plan, scenario, zeros == Zeros::All)?;
+                    exchange_once(ctx, (tag, first), &plan, scenario, zeros == Zeros::All)?;
                 } else if let Semantics::AllToAll { axis, matrix } = &scenario.semantics {
                     let (rank, axis) = (ctx.rank(), *axis);
                     let receive = matrix.iter().map(|row| row[rank]).collect();
@@ -251,11 +251,11 @@ fn must_wait(plan: &Plan<'_>, rank: usize, all_zero: bool) -> bool {
 /// must still be pending until then.
 fn exchange_once<H: Harness>(
     ctx: &RankCtx<'_, H>,
-    tag: u64,
+    (tag, first): (u64, bool),
     plan: &Plan<'_>,
     scenario: &Scenario,
     all_zero: bool,
-) -> Flow
+) -> Result<(), Refused>
 where
     Backend<H>: VariableAllToAllBackend,
 {
@@ -292,6 +292,16 @@ where
             _ => Ok(()),
         },
     )?;
+    let submitted = match submitted {
+        // The backend refuses the dtype (every rank's first submission).
+        Err(error) if first && scenario.dtype != Dtype::F32 => {
+            return Err(Refused::Dtype(format!(
+                "{}: submission failed: {error}",
+                what()
+            )))
+        }
+        other => other,
+    };
     let output = output_of(ctx, &what, submitted)?;
     check_output(
         ctx,

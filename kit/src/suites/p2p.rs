@@ -33,7 +33,7 @@ use super::choreography::rendezvous;
 use super::choreography::run;
 use super::exact::{differs, mix_two as mix, value_difference, Differs};
 use super::scenario::exact;
-use super::values::each_dtype;
+use super::values::{each_dtype, Refused};
 use super::{handle_and_output, must_complete, needs, poll, supported, Polled};
 use crate::case::{Body, Row};
 use crate::check::{slack, Check, Finding};
@@ -464,7 +464,13 @@ where
             let mut sides = Vec::new();
             for (link, end) in links.iter().zip(&ends) {
                 let Some(route) = end else { continue };
-                let (completion, outputs) = submit_side(ctx, link, well_formed(ctx, link)?, route)?;
+                let first = sides.is_empty() && dtype != Dtype::F32;
+                let (completion, outputs) =
+                    match submit_side(ctx, link, well_formed(ctx, link)?, route) {
+                        // The backend refuses the dtype (every rank's first submission).
+                        Err(Finding::Violation(why)) if first => return Err(Refused::Dtype(why)),
+                        other => other?,
+                    };
                 sides.push((link, completion, outputs));
             }
             for (link, completion, outputs) in &sides {

@@ -81,6 +81,7 @@ pub fn results(verdicts: &[(&str, Subject, Verdict)]) -> RunResults {
         calibration: None,
         processes: None,
         incomplete: None,
+        data: None,
     }
 }
 

@@ -84,6 +84,9 @@ impl Collective {
             combine,
         } = self;
         let device = executor.device();
+        if let Some(tensor) = &input {
+            device.admits(operation, tensor)?;
+        }
         // A group of one has no peer to meet, so its rendezvous is skipped;
         // it is kept under the RET-8 defect, the only way a group is ever
         // fenced (the rendezvous fails the collectives of a fenced group),
@@ -142,11 +145,12 @@ impl Collective {
             move || {
                 // The sequence number is taken only once the submission is admitted.
                 let seq = group_member.next_seq();
+                let ticket = group_member.ticket();
                 let body = Box::new(move |ctx: &WorkCtx<'_>| {
                     let result = run_collective(
                         ctx,
                         operation,
-                        seq,
+                        (seq, ticket),
                         &member,
                         input_storage,
                         meta,
@@ -218,7 +222,7 @@ struct Shape {
 fn run_collective(
     ctx: &WorkCtx<'_>,
     operation: &'static str,
-    seq: u64,
+    (seq, ticket): (u64, u64),
     member: &Weak<GroupMember>,
     input: Option<(Weak<Storage>, Vec<i32>, Element)>,
     meta: Vec<usize>,
@@ -250,7 +254,7 @@ fn run_collective(
         shape,
         element,
         meta,
-        arrival: 0,
+        arrival: ticket,
     };
     if alone {
         if let Some(fault) = ctx.fault() {
@@ -489,6 +493,7 @@ impl SumReductionBackend for CpuBackend {
         executor: &CpuExecutor,
     ) -> Result<Submission<CpuTensor, CpuCompletion>, CpuError> {
         const OP: &str = "all_reduce_sum";
+        executor.device().admits(OP, &value)?;
         if group.size() == 1 {
             if let Some(values) = value.storage().ready_values() {
                 // The sum over one member of a value on the host is that
@@ -563,7 +568,7 @@ impl EvenGatherBackend for CpuBackend {
                 agree(OP, all, "axis", |c| c.meta.clone())?;
                 same_shapes(OP, all)?;
                 let views = axis_views(OP, all, axis)?;
-                let mut blocks: Vec<(&[f32], usize, usize)> = all
+                let mut blocks: Vec<(&[f32], usize, u64)> = all
                     .iter()
                     .zip(&views)
                     .map(|(c, v)| (c.values.as_slice(), v.extent, c.arrival))

@@ -32,6 +32,9 @@ impl PointToPointBackend for CpuBackend {
             .into_iter()
             .map(RoleExactBoundaryValue::into_parts)
             .unzip();
+        for tensor in &tensors {
+            device.admits(OP, tensor)?;
+        }
         let inputs: Vec<(Weak<Storage>, Vec<i32>)> = tensors
             .iter()
             .map(|t| (retention.storage(t, retain_inputs), t.dims().to_vec()))
