@@ -56,7 +56,14 @@
 //!   it does not build are `not-supported`);
 //! - [`Harness::second_handle`]: a second handle on the same work, when the
 //!   backend's own completion type offers one (e.g. `Clone`); not an
-//!   instrument, it lets EXC-8's timeout clause be read without an observer.
+//!   instrument, it lets EXC-8's timeout clause be read without an observer;
+//! - [`Harness::dtypes`] with [`Harness::tensor_of`] and [`Harness::read_as`]:
+//!   the element types the value checks run in (`f32` alone by default;
+//!   `f16` and `bf16` through [`half`]), and [`Harness::boundaries`] /
+//!   [`Harness::max_message_bytes`]: where the backend's data path changes
+//!   (a transport chunk, a kernel tile) and the largest message it takes,
+//!   for the value checks' size sweep (see the [`evidence`] page's
+//!   comparison rules, and [`precision`] for the data's own mutant proof).
 //!
 //! Beyond the named cases, [`model`] checks random operation sequences
 //! against a reference model, and [`fuzz`] runs them from fuzzer bytes: a
@@ -204,6 +211,8 @@ pub use catalogue::catalogue;
 pub use check::{Check, Finding};
 pub use claims::Claims;
 pub use dtype::{Dtype, HostValues};
+/// The 16-bit float types of [`HostValues`] (re-exported, so a harness uses the same version).
+pub use half;
 pub use harness::{
     CompletionRef, Harness, HarnessError, HoldGuard, Identity, Instruments, Ledger, Observer,
     Probe, WireRecord, WorkState, WorldSizes,

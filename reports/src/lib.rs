@@ -20,7 +20,9 @@
 //!     "host": { "hostname", "os", "arch", "cpus" },
 //!     "backend": { "name", "version", "device" },
 //!     "instruments": { "hold", "probe", "ledger", "fault", "observer", "wire_log" },
-//!     "claims": ["all_reduce_sum", …], "seed": <base seed>, "generated_unix": <seconds>
+//!     "claims": ["all_reduce_sum", …], "seed": <base seed>, "generated_unix": <seconds>,
+//!     "data": { "dtypes": ["f32", "f16", "bf16"], "sweep_worlds": [2, 3],
+//!               "sweeps": [{ "dtype", "boundaries", "elements", "skipped" }, …] }
 //!   },
 //!   "must_pass": ["RET-1::local_dependencies", …],
 //!   "cases": [{

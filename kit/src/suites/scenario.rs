@@ -16,7 +16,8 @@
 //!   the number of members, `γ_n = n·u / (1 − n·u)` and `u = 2^-p` is the
 //!   dtype's unit roundoff (p = 24, 11, 8): the error bound of any summation
 //!   order, in the dtype or in a wider type rounded once. A singleton's sum is
-//!   its input, bit for bit. Everything else is compared bit for bit.
+//!   its input, by numeric equality (`-0.0` equals `+0.0`). Everything else
+//!   is compared bit for bit.
 //! - **Sizes** ([`sweep`]): 0, 1, a small odd size, 2^8 ± 1, one element
 //!   each side of every boundary the harness names, and past the largest
 //!   (at least 4 MiB per rank), on worlds of 2 and 3 members.
@@ -152,6 +153,18 @@ pub(crate) fn exact(shape: Vec<usize>, values: Vec<f32>) -> Expected {
     }
 }
 
+/// An expectation compared by numeric equality (a bound of zero: `-0.0`
+/// equals `+0.0`, NaN equals NaN): a sum's result, which computes values
+/// (a sum that starts from `+0.0` is a correct identity on one member).
+pub(crate) fn numeric(shape: Vec<usize>, values: Vec<f32>) -> Expected {
+    let bound = Some(vec![0.0; values.len()]);
+    Expected {
+        shape,
+        values,
+        bound,
+    }
+}
+
 /// The sum over `inputs`, with its bound (see the module docs).
 pub(crate) fn sum(dtype: Dtype, inputs: &[Vec<f32>], shape: Vec<usize>) -> Expected {
     let len = inputs.first().map_or(0, Vec::len);
@@ -160,7 +173,7 @@ pub(crate) fn sum(dtype: Dtype, inputs: &[Vec<f32>], shape: Vec<usize>) -> Expec
         .map(|i| inputs.iter().map(|m| f64::from(m[i])).sum::<f64>() as f32)
         .collect();
     if n < 2 {
-        return exact(shape, values);
+        return numeric(shape, values);
     }
     let gamma = gamma(dtype, n);
     let bound = (0..len)
