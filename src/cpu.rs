@@ -1,6 +1,7 @@
 //! The harness of the CPU reference backend: every instrument, every claim
 //! by default; fewer of either (or a planted defect) for the kit's own tests.
 
+use commcheck::harness::OwnedGroup;
 use commcheck::processes::{Listener, Processes};
 use commcheck::{
     Claims, CompletionRef, Dtype, Harness, HarnessError, HoldGuard, HostValues, Identity,
@@ -380,6 +381,32 @@ impl Harness for CpuHarness {
 
     fn dtypes(&self) -> Vec<Dtype> {
         Dtype::ALL.to_vec()
+    }
+
+    /// A group named after `key` whose member `i` is world rank
+    /// `members[i]` (in one process only: across processes, the backend's
+    /// transport numbers a group's members by process).
+    fn ordered_group(
+        &self,
+        rank: &CpuRank,
+        key: u64,
+        members: &[usize],
+    ) -> Option<Result<OwnedGroup<Self>, HarnessError>> {
+        if self.processes.is_some() {
+            return None;
+        }
+        let me = rank.group.member();
+        let Some(position) = members.iter().position(|&m| m == me) else {
+            return Some(Err(HarnessError(format!(
+                "rank {me} is not in the member list {members:?}"
+            ))));
+        };
+        Some(
+            rank.device
+                .join_group(&format!("ordered-{key}"), members.len(), position)
+                .map(|group| Box::new(group) as OwnedGroup<Self>)
+                .map_err(HarnessError::new),
+        )
     }
 
     fn tensor_of(

@@ -43,6 +43,8 @@ enum Mode {
     Bf16Refused,
     /// Accepts messages of at most 64 KiB per rank.
     SmallMessages,
+    /// Builds its groups "in another member order" in world order.
+    OrderIgnored,
 }
 
 impl Mode {
@@ -61,6 +63,7 @@ impl Mode {
             Self::Bf16BuiltAsF16,
             Self::Bf16Refused,
             Self::SmallMessages,
+            Self::OrderIgnored,
         ]
         .into_iter()
         .find(|mode| format!("{mode:?}") == name)
@@ -241,6 +244,19 @@ impl Harness for Hostile {
         self.inner.boundaries(dtype)
     }
 
+    fn ordered_group(
+        &self,
+        rank: &HostileRank,
+        key: u64,
+        members: &[usize],
+    ) -> Option<Result<commcheck::harness::OwnedGroup<Self>, HarnessError>> {
+        if self.mode == Mode::OrderIgnored {
+            let world: Vec<usize> = (0..members.len()).collect();
+            return self.inner.ordered_group(&rank.inner, key, &world);
+        }
+        self.inner.ordered_group(&rank.inner, key, members)
+    }
+
     fn max_message_bytes(&self) -> Option<usize> {
         (self.mode == Mode::SmallMessages).then_some(64 << 10)
     }
@@ -417,6 +433,28 @@ fn value_checks(mode: Mode, verdict: Verdict, says: &[&str]) -> Result<(), Faile
         if case.verdict != verdict || !missing.is_empty() {
             return Err(format!(
                 "{mode:?}: {} was {} saying {said:?}; expected {verdict} saying {says:?}",
+                case.name, case.verdict
+            )
+            .into());
+        }
+    }
+    Ok(())
+}
+
+/// A harness whose "reversed" group is the world's in world order: the
+/// steps on it expect member order, so GAT-1 and A2A-1 fail, naming the order.
+fn groups_in_another_member_order_are_checked_in_that_order() -> Result<(), Failed> {
+    let cases = ["GAT-1::all_gather_even", "A2A-1::variable_all_to_all"];
+    let results = run_cases(Hostile::new(Mode::OrderIgnored), |c| {
+        cases.contains(&c.name().as_str())
+    })
+    .expect("the COMMCHECK_* settings are valid");
+    for case in &results.cases {
+        let message = case.message.clone().unwrap_or_default();
+        if case.verdict != Verdict::Fail || !message.contains("reversed order") {
+            return Err(format!(
+                "{}: a group built in world order where reversed order was asked for should \
+                 fail naming the order; got {} {message:?}",
                 case.name, case.verdict
             )
             .into());
@@ -628,6 +666,10 @@ fn main() {
                     &["bf16: not supported by the backend", "a bf16 tensor"],
                 )
             },
+        ),
+        Trial::test(
+            "groups_in_another_member_order_are_checked_in_that_order",
+            groups_in_another_member_order_are_checked_in_that_order,
         ),
         Trial::test(
             "sizes_above_the_harness_limit_are_skipped_with_the_reason",

@@ -21,6 +21,8 @@ pub type PlainCompletion<H> = <Backend<H> as SubmissionBackend>::Completion;
 pub type CommCompletion<H> = <Backend<H> as CommunicationBackend>::CommunicationCompletion;
 /// The backend's communication group.
 pub type Group<H> = <Backend<H> as CommunicationBackend>::CommunicationGroup;
+/// An owned group handle (see [`Harness::ordered_group`]).
+pub type OwnedGroup<H> = Box<dyn std::borrow::Borrow<Group<H>>>;
 /// The backend's communication route.
 pub type Route<H> = <Backend<H> as CommunicationBackend>::CommunicationRoute;
 
@@ -380,6 +382,24 @@ pub trait Harness: Send + Sync + Sized + 'static {
     /// Builds rank `rank`'s state, on that rank's thread. Every rank's
     /// communication group spans the whole world in rank order.
     fn rank(&self, world: &Self::World, rank: usize) -> Result<Self::Rank, HarnessError>;
+
+    /// This rank's handle on a group of the world's ranks listed in
+    /// `members` order (member `i` of the group is world rank `members[i]`;
+    /// every rank of the world is listed once), named by `key` (the same on
+    /// every rank, new for every group). The value checks run steps on
+    /// groups in reversed and interleaved order, where member order and
+    /// world rank order differ. `None` (the default): the backend's group API
+    /// builds no such group, and those steps are skipped with a note. The
+    /// group is boxed (as `Box::new(group)`, or any owner that borrows as
+    /// one), since a backend's group type need not be sized.
+    fn ordered_group(
+        &self,
+        _rank: &Self::Rank,
+        _key: u64,
+        _members: &[usize],
+    ) -> Option<Result<OwnedGroup<Self>, HarnessError>> {
+        None
+    }
 
     /// The rank's executor.
     fn executor<'r>(&self, rank: &'r Self::Rank) -> &'r Executor<Self>;

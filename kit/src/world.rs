@@ -387,6 +387,19 @@ impl<'w, H: Harness> RankCtx<'w, H> {
         self.harness.group(&self.rank)
     }
 
+    /// This rank's handle on a group of the world in `members` order (see
+    /// [`Harness::ordered_group`]); `None` when the harness builds none.
+    pub fn ordered_group(
+        &self,
+        key: u64,
+        members: &[usize],
+    ) -> Result<Option<crate::harness::OwnedGroup<H>>, Finding> {
+        self.harness
+            .ordered_group(&self.rank, key, members)
+            .transpose()
+            .map_err(|error| Finding::Harness(error.0))
+    }
+
     /// Makes a tensor; a harness failure becomes [`Finding::Harness`].
     pub fn tensor(&self, values: &[f32], shape: &[usize]) -> Result<Tensor<H>, Finding> {
         let dtype = self.dtype.get();

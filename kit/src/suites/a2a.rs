@@ -20,7 +20,7 @@ use eredu_runtime::CommunicationPeerCounts;
 use super::choreography::{expect_error, in_turn, in_turn_then, late_member, output_of, run, Flow};
 use super::exact::{check_output, pick};
 use super::scenario::{elements, with_extent, Scenario, Semantics};
-use super::values::{self, each_dtype, Refused};
+use super::values::{self, each_dtype, each_member_order, On, Refused};
 use super::{needs, settle};
 use crate::case::{Body, Row};
 use crate::check::{slack, Check, Finding};
@@ -202,33 +202,52 @@ where
                 if let Some(&(base, axis, zeros)) = STEPS.get(index) {
                     let plan = plan(ctx.seed(), index as u64, ctx.size(), (base, axis, zeros));
                     exchange_once(ctx, (tag, first), &plan, scenario, zeros == Zeros::All)?;
-                } else if let Semantics::AllToAll { axis, matrix } = &scenario.semantics {
-                    let (rank, axis) = (ctx.rank(), *axis);
-                    let receive = matrix.iter().map(|row| row[rank]).collect();
-                    let counts = peer_counts(matrix[rank].clone(), receive, ctx.size())?;
-                    values::step(
-                        ctx,
-                        ("a2a-1", tag, first),
-                        crate::Operation::VariableAllToAll,
-                        scenario,
-                        "should be the slices sent to this member, in peer order",
-                        |input| {
-                            Backend::<H>::variable_all_to_all(
-                                input,
-                                &counts,
-                                axis,
-                                ctx.group(),
-                                ctx.executor(),
-                            )
-                        },
-                    )?;
+                } else {
+                    exchange_step(ctx, (tag, first), scenario, &On::world(ctx))?;
                 }
+                tag += 1;
+            }
+            Ok(())
+        })?;
+        let table = scenarios(ctx.seed(), ctx.size(), Dtype::F32, &[]);
+        each_member_order(ctx, 4, |on| {
+            for scenario in &table {
+                exchange_step(ctx, (tag, false), scenario, on)?;
                 tag += 1;
             }
             Ok(())
         })?;
         counts_for_another_group_fail(ctx, 1000)
     })
+}
+
+/// One A2A-1 step on `on`'s group, its members joining as the step's
+/// arrival says.
+fn exchange_step<H: Harness>(
+    ctx: &RankCtx<'_, H>,
+    (tag, first): (u64, bool),
+    scenario: &Scenario,
+    on: &On<'_, H>,
+) -> Result<(), Refused>
+where
+    Backend<H>: VariableAllToAllBackend,
+{
+    let Semantics::AllToAll { axis, matrix } = &scenario.semantics else {
+        return Ok(());
+    };
+    let (member, axis) = (on.member, *axis);
+    let receive = matrix.iter().map(|row| row[member]).collect();
+    let counts = peer_counts(matrix[member].clone(), receive, ctx.size())?;
+    values::step(
+        ctx,
+        ("a2a-1", tag, first),
+        crate::Operation::VariableAllToAll,
+        (scenario, on),
+        "should be the slices sent to this member, in peer order",
+        |input, group| {
+            Backend::<H>::variable_all_to_all(input, &counts, axis, group, ctx.executor())
+        },
+    )
 }
 
 /// Peer counts, or the harness's error (the kit built them wrong).

@@ -24,7 +24,7 @@ use super::choreography::{expect_error, in_turn, late_member, run, Flow};
 use super::exact::{pick, values};
 use super::needs;
 use super::scenario::{elements, with_extent, Scenario, Semantics};
-use super::values::{self, each_dtype};
+use super::values::{self, each_dtype, each_member_order, On, Refused};
 use crate::case::{Body, Row};
 use crate::check::Check;
 use crate::dtype::Dtype;
@@ -105,22 +105,43 @@ where
                 .iter()
                 .enumerate()
             {
-                let Semantics::Gather { axis } = scenario.semantics else {
-                    continue;
-                };
-                values::step(
-                    ctx,
-                    ("gat-1", step, index == 0),
-                    crate::Operation::AllGatherEven,
-                    scenario,
-                    "should be the members' inputs concatenated in member order",
-                    |input| Backend::<H>::all_gather_even(input, axis, ctx.group(), ctx.executor()),
-                )?;
+                gather_even_step(ctx, (step, index == 0), scenario, &On::world(ctx))?;
+                step += 1;
+            }
+            Ok(())
+        })?;
+        let table = even_scenarios(ctx.seed(), ctx.size(), Dtype::F32, &[]);
+        each_member_order(ctx, 2, |on| {
+            for scenario in &table {
+                gather_even_step(ctx, (step, false), scenario, on)?;
                 step += 1;
             }
             Ok(())
         })
     })
+}
+
+/// One GAT-1 step on `on`'s group.
+fn gather_even_step<H: Harness>(
+    ctx: &RankCtx<'_, H>,
+    (step, first): (u64, bool),
+    scenario: &Scenario,
+    on: &On<'_, H>,
+) -> Result<(), Refused>
+where
+    Backend<H>: EvenGatherBackend,
+{
+    let Semantics::Gather { axis } = scenario.semantics else {
+        return Ok(());
+    };
+    values::step(
+        ctx,
+        ("gat-1", step, first),
+        crate::Operation::AllGatherEven,
+        (scenario, on),
+        "should be the members' inputs concatenated in member order",
+        |input, group| Backend::<H>::all_gather_even(input, axis, group, ctx.executor()),
+    )
 }
 
 /// GAT-1's steps in `dtype` on a world of `size`: [`EVEN`], then 1-D
@@ -164,23 +185,15 @@ where
                 .iter()
                 .enumerate()
             {
-                let Semantics::Gather { axis } = scenario.semantics else {
-                    continue;
-                };
-                let counts: Vec<usize> = scenario.shapes.iter().map(|shape| shape[axis]).collect();
-                values::step(
-                    ctx,
-                    ("gat-2", step, index == 0),
-                    crate::Operation::AllGatherUneven,
-                    scenario,
-                    &format!(
-                        "counts {counts:?} are the members' extents along the axis, so the output's \
-                         extent should be their sum with the blocks in member order"
-                    ),
-                    |input| {
-                        Backend::<H>::all_gather_uneven(input, &counts, axis, ctx.group(), ctx.executor())
-                    },
-                )?;
+                gather_uneven_step(ctx, (step, index == 0), scenario, &On::world(ctx))?;
+                step += 1;
+            }
+            Ok(())
+        })?;
+        let table = uneven_scenarios(ctx.seed(), ctx.size(), Dtype::F32, &[]);
+        each_member_order(ctx, 3, |on| {
+            for scenario in &table {
+                gather_uneven_step(ctx, (step, false), scenario, on)?;
                 step += 1;
             }
             Ok(())
@@ -242,6 +255,33 @@ pub(crate) fn uneven_scenarios(
             }
         })
         .collect()
+}
+
+/// One GAT-2 step on `on`'s group.
+fn gather_uneven_step<H: Harness>(
+    ctx: &RankCtx<'_, H>,
+    (step, first): (u64, bool),
+    scenario: &Scenario,
+    on: &On<'_, H>,
+) -> Result<(), Refused>
+where
+    Backend<H>: UnevenGatherBackend,
+{
+    let Semantics::Gather { axis } = scenario.semantics else {
+        return Ok(());
+    };
+    let counts: Vec<usize> = scenario.shapes.iter().map(|shape| shape[axis]).collect();
+    values::step(
+        ctx,
+        ("gat-2", step, first),
+        crate::Operation::AllGatherUneven,
+        (scenario, on),
+        &format!(
+            "counts {counts:?} are the members' extents along the axis, so the output's extent \
+             should be their sum with the blocks in member order"
+        ),
+        |input, group| Backend::<H>::all_gather_uneven(input, &counts, axis, group, ctx.executor()),
+    )
 }
 
 /// Counts 1 to 3, except one member's, which is 0 (in groups of two or more).

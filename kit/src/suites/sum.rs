@@ -27,7 +27,7 @@ use super::choreography::{output_of, run, settle_all, Owned};
 use super::exact::{check_output, values};
 use super::needs;
 use super::scenario::{addends, numeric, sum, Scenario, Semantics};
-use super::values::{self, each_dtype, Refused};
+use super::values::{self, each_dtype, each_member_order, On, Refused};
 use crate::case::{Body, Row};
 use crate::check::{slack, Check};
 use crate::dtype::Dtype;
@@ -109,14 +109,29 @@ where
                     ctx,
                     ("sum-1", step, index == 0),
                     crate::Operation::AllReduceSum,
-                    scenario,
+                    (scenario, &On::world(ctx)),
                     claim,
-                    |input| Backend::<H>::all_reduce_sum(input, ctx.group(), ctx.executor()),
+                    |input, group| Backend::<H>::all_reduce_sum(input, group, ctx.executor()),
                 )?;
                 step += 1;
             }
             if ctx.size() == 1 {
                 singleton_is_the_identity(ctx, dtype)?;
+            }
+            Ok(())
+        })?;
+        let table = scenarios(ctx.seed(), ctx.size(), Dtype::F32, &[]);
+        each_member_order(ctx, 1, |on| {
+            for scenario in &table {
+                values::step(
+                    ctx,
+                    ("sum-1", step, false),
+                    crate::Operation::AllReduceSum,
+                    (scenario, on),
+                    "should be the elementwise sum over members (within its bound)",
+                    |input, group| Backend::<H>::all_reduce_sum(input, group, ctx.executor()),
+                )?;
+                step += 1;
             }
             Ok(())
         })

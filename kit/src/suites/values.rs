@@ -10,7 +10,7 @@ use super::choreography::{arrive, output_of, Flow, Stop};
 use super::exact::check_output;
 use super::scenario::{sweep, Arrival, Scenario, SWEEP_WORLDS};
 use crate::dtype::Dtype;
-use crate::harness::{CommCompletion, Harness, Tensor};
+use crate::harness::{CommCompletion, Group, Harness, Tensor};
 use crate::operation::Operation;
 use crate::world::RankCtx;
 
@@ -87,21 +87,21 @@ pub(crate) fn step<H: Harness, E: Display>(
     ctx: &RankCtx<'_, H>,
     (tag, step, first): (&str, u64, bool),
     operation: Operation,
-    scenario: &Scenario,
+    (scenario, on): (&Scenario, &On<'_, H>),
     claim: &str,
-    submit: impl FnOnce(Tensor<H>) -> Result<Submission<Tensor<H>, CommCompletion<H>>, E>,
+    submit: impl FnOnce(Tensor<H>, &Group<H>) -> Result<Submission<Tensor<H>, CommCompletion<H>>, E>,
 ) -> Result<(), Refused> {
-    let (rank, size) = (ctx.rank(), ctx.size());
-    let input = ctx.tensor(&scenario.inputs[rank], &scenario.shapes[rank])?;
+    let (rank, size, member) = (ctx.rank(), ctx.size(), on.member);
+    let input = ctx.tensor(&scenario.inputs[member], &scenario.shapes[member])?;
     let arrival = Arrival::of_step(ctx.seed(), step, size);
     let what = || {
         format!(
-            "{operation} of {} in {}, rank {rank} of {size} ({arrival})",
-            scenario.label, scenario.dtype
+            "{operation} of {} in {}, rank {rank} of {size} as member {member} of {} ({arrival})",
+            scenario.label, scenario.dtype, on.order
         )
     };
     let submitted = arrive(ctx, &format!("{tag}/{step}"), &arrival, || {
-        submit(input.clone())
+        submit(input.clone(), on.group)
     })?;
     let submitted = match submitted {
         Err(error) if first && scenario.dtype != Dtype::F32 => {
@@ -118,8 +118,82 @@ pub(crate) fn step<H: Harness, E: Display>(
         operation,
         || format!("{}: {claim}", what()),
         &output,
-        &scenario.expected(rank),
+        &scenario.expected(member),
     )?;
     drop(input);
+    Ok(())
+}
+
+/// The group a step runs on, and this rank's member index in it.
+pub(crate) struct On<'g, H: Harness> {
+    pub(crate) group: &'g Group<H>,
+    pub(crate) member: usize,
+    /// How the group lists the world's ranks, for messages.
+    pub(crate) order: String,
+}
+
+impl<'g, H: Harness> On<'g, H> {
+    /// The world group: member `i` is world rank `i`.
+    pub(crate) fn world(ctx: &'g RankCtx<'_, H>) -> Self {
+        Self {
+            group: ctx.group(),
+            member: ctx.rank(),
+            order: "the world group".into(),
+        }
+    }
+}
+
+/// Member orders other than the world's, for a world of `size` (three or
+/// more, where reversed and interleaved differ): reversed, then even ranks
+/// first.
+pub(crate) fn member_orders(size: usize) -> Vec<(&'static str, Vec<usize>)> {
+    if size < 3 {
+        return Vec::new();
+    }
+    vec![
+        ("reversed", (0..size).rev().collect()),
+        (
+            "interleaved",
+            (0..size).step_by(2).chain((1..size).step_by(2)).collect(),
+        ),
+    ]
+}
+
+/// Runs `steps` on a group of the world in each of [`member_orders`]; `key`
+/// names the check (each group gets its own key). A harness that builds no
+/// such group gets a note, once.
+pub(crate) fn each_member_order<H: Harness>(
+    ctx: &RankCtx<'_, H>,
+    key: u64,
+    mut steps: impl FnMut(&On<'_, H>) -> Result<(), Refused>,
+) -> Flow {
+    for (index, (name, order)) in (0u64..).zip(member_orders(ctx.size())) {
+        let Some(group) = ctx.ordered_group(key * 16 + index, &order)? else {
+            if ctx.rank() == 0 {
+                ctx.note(
+                    "member orders: the harness builds no group in another member order \
+                     (Harness::ordered_group), so the steps on reversed and interleaved groups were skipped",
+                );
+            }
+            return Ok(());
+        };
+        let member = order
+            .iter()
+            .position(|&r| r == ctx.rank())
+            .unwrap_or(ctx.rank());
+        let on = On {
+            group: (*group).borrow(),
+            member,
+            order: format!("a group in {name} order {order:?}"),
+        };
+        match steps(&on) {
+            Ok(()) => {}
+            Err(Refused::Stop(stop)) => return Err(stop),
+            // Only the f32 steps run on ordered groups: nothing is refused.
+            Err(Refused::Dtype(why)) => {
+                return Err(Stop::Found(crate::check::Finding::Violation(why)))
+            }
+        }
+    }
     Ok(())
 }
