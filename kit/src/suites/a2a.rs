@@ -17,8 +17,8 @@ use eredu_core::Completion;
 use eredu_runtime::backend::VariableAllToAllBackend;
 use eredu_runtime::CommunicationPeerCounts;
 
-use super::choreography::{expect_error, in_turn, in_turn_then, late_member, output_of, run, Flow};
-use super::exact::{check_output, pick};
+use super::choreography::{expect_error, in_turn, in_turn_then, late_member, run, Flow};
+use super::exact::pick;
 use super::scenario::{elements, with_extent, Scenario, Semantics};
 use super::values::{self, each_dtype, each_member_order, On, Refused};
 use super::{needs, settle};
@@ -311,30 +311,16 @@ where
             _ => Ok(()),
         },
     )?;
-    let submitted = match submitted {
-        // The backend refuses the dtype (every rank's first submission).
-        Err(error) if first && scenario.dtype != Dtype::F32 => {
-            return Err(Refused::Dtype(format!(
-                "{}: submission failed: {error}",
-                what()
-            )))
-        }
-        other => other,
-    };
-    let output = output_of(ctx, &what, submitted)?;
-    check_output(
+    values::judged(
         ctx,
-        crate::Operation::VariableAllToAll,
-        || {
-            format!(
-                "{}: output should be the slices sent to this member, in peer order",
-                what()
-            )
-        },
-        &output,
-        &scenario.expected(rank),
-    )?;
-    Ok(())
+        (crate::Operation::VariableAllToAll, first),
+        (scenario, rank),
+        (
+            &what,
+            "should be the slices sent to this member, in peer order",
+        ),
+        submitted,
+    )
 }
 
 /// A member with all-zero counts still takes part: before the late member

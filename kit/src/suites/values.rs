@@ -103,6 +103,28 @@ pub(crate) fn step<H: Harness, E: Display>(
     let submitted = arrive(ctx, &format!("{tag}/{step}"), &arrival, || {
         submit(input.clone(), on.group)
     })?;
+    judged(
+        ctx,
+        (operation, first),
+        (scenario, member),
+        (&what, claim),
+        submitted,
+    )?;
+    drop(input);
+    Ok(())
+}
+
+/// The end of a step once submitted: a submission error on the first step
+/// of a dtype other than `f32` is the backend refusing the dtype; otherwise
+/// the output is awaited (bounded) and judged against `member`'s
+/// expectation. `what` names the step, `claim` what the output should be.
+pub(crate) fn judged<H: Harness, E: Display>(
+    ctx: &RankCtx<'_, H>,
+    (operation, first): (Operation, bool),
+    (scenario, member): (&Scenario, usize),
+    (what, claim): (&dyn Fn() -> String, &str),
+    submitted: Result<Submission<Tensor<H>, CommCompletion<H>>, E>,
+) -> Result<(), Refused> {
     let submitted = match submitted {
         Err(error) if first && scenario.dtype != Dtype::F32 => {
             return Err(Refused::Dtype(format!(
@@ -112,7 +134,7 @@ pub(crate) fn step<H: Harness, E: Display>(
         }
         other => other,
     };
-    let output = output_of(ctx, &what, submitted)?;
+    let output = output_of(ctx, what, submitted)?;
     check_output(
         ctx,
         operation,
@@ -120,7 +142,6 @@ pub(crate) fn step<H: Harness, E: Display>(
         &output,
         &scenario.expected(member),
     )?;
-    drop(input);
     Ok(())
 }
 
