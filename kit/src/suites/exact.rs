@@ -57,9 +57,14 @@ pub(crate) fn value(seed: u64, step: u64, rank: usize, index: usize) -> f32 {
 
 /// The first `len` input values of member `rank` in step `step`.
 pub(crate) fn values(seed: u64, step: u64, rank: usize, len: usize) -> Vec<f32> {
-    (0..len)
-        .map(|index| value(seed, step, rank, index))
-        .collect()
+    periodic(len, 1024, |index| value(seed, step, rank, index))
+}
+
+/// `len` values of a sequence with period `period`: one period computed,
+/// then repeated (quick for the size sweep's long tensors, even unoptimised).
+pub(crate) fn periodic(len: usize, period: usize, at: impl Fn(usize) -> f32) -> Vec<f32> {
+    let once: Vec<f32> = (0..len.min(period)).map(at).collect();
+    once.iter().copied().cycle().take(len).collect()
 }
 
 /// Bit-exact equality (NaN payloads and signed zeros included).

@@ -461,21 +461,33 @@ where
         each_dtype(ctx, |dtype, sweep| {
             let links = p2p1_links(ctx.seed(), ctx.size(), p2p1_first_id(dtype), sweep);
             let ends = open(ctx, &links, &format!("p2p1-open-{dtype}"))?;
-            let mut sides = Vec::new();
-            for (link, end) in links.iter().zip(&ends) {
-                let Some(route) = end else { continue };
-                let first = sides.is_empty() && dtype != Dtype::F32;
-                let (completion, outputs) =
-                    match submit_side(ctx, link, well_formed(ctx, link)?, route) {
-                        // The backend refuses the dtype (every rank's first submission).
-                        Err(Finding::Violation(why)) if first => return Err(Refused::Dtype(why)),
-                        other => other?,
-                    };
-                sides.push((link, completion, outputs));
-            }
-            for (link, completion, outputs) in &sides {
-                settle_side(ctx, link, completion)?;
-                check_bundle(ctx, link, outputs)?;
+            // The sweep's route (the last, when there is a sweep) is a phase
+            // of its own: a backend may hold a large send in its submission
+            // until the receiver waits for it (a rendezvous protocol), so
+            // nothing else may be pending between them.
+            let swept = usize::from(!sweep.is_empty());
+            let (table, large) = links.split_at(links.len() - swept);
+            let (table_ends, large_ends) = ends.split_at(ends.len() - swept);
+            let mut first = dtype != Dtype::F32;
+            for (links, ends) in [(table, table_ends), (large, large_ends)] {
+                let mut sides = Vec::new();
+                for (link, end) in links.iter().zip(ends) {
+                    let Some(route) = end else { continue };
+                    let (completion, outputs) =
+                        match submit_side(ctx, link, well_formed(ctx, link)?, route) {
+                            // The backend refuses the dtype (every rank's first submission).
+                            Err(Finding::Violation(why)) if first => {
+                                return Err(Refused::Dtype(why))
+                            }
+                            other => other?,
+                        };
+                    first = false;
+                    sides.push((link, completion, outputs));
+                }
+                for (link, completion, outputs) in &sides {
+                    settle_side(ctx, link, completion)?;
+                    check_bundle(ctx, link, outputs)?;
+                }
             }
             Ok(())
         })

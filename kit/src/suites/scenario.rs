@@ -26,7 +26,7 @@
 
 use crate::dtype::Dtype;
 
-use super::exact::{mix, value};
+use super::exact::{mix, periodic, value};
 
 /// How members join a step: who submits when.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -304,9 +304,8 @@ pub(crate) fn element(dtype: Dtype, seed: u64, step: u64, rank: usize, index: us
 
 /// The first `len` movement values of member `rank` in step `step`.
 pub(crate) fn elements(dtype: Dtype, seed: u64, step: u64, rank: usize, len: usize) -> Vec<f32> {
-    (0..len)
-        .map(|i| element(dtype, seed, step, rank, i))
-        .collect()
+    let period = if dtype == Dtype::Bf16 { 128 } else { 1024 };
+    periodic(len, period, |i| element(dtype, seed, step, rank, i))
 }
 
 /// Sum data: member `rank`'s addend at `index`, an integer of magnitude in
@@ -330,9 +329,12 @@ pub(crate) fn addend(dtype: Dtype, seed: u64, step: u64, rank: usize, index: usi
 
 /// The first `len` addends of member `rank` in step `step`.
 pub(crate) fn addends(dtype: Dtype, seed: u64, step: u64, rank: usize, len: usize) -> Vec<f32> {
-    (0..len)
-        .map(|i| addend(dtype, seed, step, rank, i))
-        .collect()
+    let period = if dtype == Dtype::F32 {
+        1024
+    } else {
+        1 << (dtype.precision() - 1)
+    };
+    periodic(len, period, |i| addend(dtype, seed, step, rank, i))
 }
 
 /// World sizes the size sweep runs on (a power of two and not).
