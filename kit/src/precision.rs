@@ -130,12 +130,8 @@ type Steps = fn(u64, usize, Dtype, &[usize]) -> Vec<Scenario>;
 pub fn mutation_matrix() -> MutationMatrix {
     let mut rows = Vec::new();
     let sweep_of = |dtype: Dtype, size: usize| -> Vec<usize> {
-        if crate::suites::scenario::SWEEP_WORLDS.contains(&size) {
-            let (counts, _) = crate::suites::scenario::sweep(dtype, &[], None);
-            counts.into_iter().map(|count| count.min(LARGEST)).collect()
-        } else {
-            Vec::new()
-        }
+        let (counts, _) = crate::suites::scenario::sweep_for_world(dtype, &[], None, size);
+        counts.into_iter().map(|count| count.min(LARGEST)).collect()
     };
     let checks: [(&'static str, Steps, Catalogue); 6] = [
         ("SUM-1", sum_suite::scenarios, SUM),

@@ -266,9 +266,10 @@ impl DataCoverage {
             })
             .collect();
         format!(
-            "dtypes {}; size sweep on worlds of {:?}: {}",
+            "dtypes {}; size sweep on worlds of {:?} (the largest size on a world of {} only): {}",
             names.join(", "),
             self.sweep_worlds,
+            crate::suites::scenario::LARGEST_WORLD,
             sweeps.join("; ")
         )
     }

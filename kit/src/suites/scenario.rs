@@ -19,8 +19,9 @@
 //!   its input, by numeric equality (`-0.0` equals `+0.0`). Everything else
 //!   is compared bit for bit.
 //! - **Sizes** ([`sweep`]): 0, 1, a small odd size, 2^8 ± 1, one element
-//!   each side of every boundary the harness names, and past the largest
-//!   (at least 4 MiB per rank), on worlds of 2 and 3 members.
+//!   each side of every boundary the harness names, on worlds of 2 and 3
+//!   members, and past the largest (at least 4 MiB per rank) on the world
+//!   of 2.
 //! - **Orders** ([`Arrival`]): a step's members join with a seeded member
 //!   last, in reversed member order, or odd members first.
 
@@ -340,6 +341,11 @@ pub(crate) fn addends(dtype: Dtype, seed: u64, step: u64, rank: usize, len: usiz
 /// World sizes the size sweep runs on (a power of two and not).
 pub(crate) const SWEEP_WORLDS: &[usize] = &[2, 3];
 
+/// The world the sweep's largest message (past every boundary, at least
+/// [`SWEEP_FLOOR`] bytes per rank) runs on; the other sweep worlds stop at
+/// the boundaries (which keeps a certification's wall time in check).
+pub(crate) const LARGEST_WORLD: usize = 2;
+
 /// The sweep's floor for its largest message, in bytes per rank.
 pub(crate) const SWEEP_FLOOR: usize = 4 << 20;
 
@@ -357,13 +363,39 @@ pub(crate) fn sweep(
         let at = bytes / size;
         counts.extend([at.saturating_sub(1), at + 1]);
     }
-    let largest = boundaries.iter().copied().max().unwrap_or(0);
-    counts.push(SWEEP_FLOOR.max(2 * largest) / size + 3);
+    counts.push(largest_count(dtype, boundaries));
     counts.sort_unstable();
     counts.dedup();
     counts
         .into_iter()
         .partition(|&count| limit.is_none_or(|limit| count * size <= limit))
+}
+
+/// The sweep's largest element count for `dtype`: past every boundary, and
+/// at least [`SWEEP_FLOOR`] bytes per rank.
+pub(crate) fn largest_count(dtype: Dtype, boundaries: &[usize]) -> usize {
+    let largest = boundaries.iter().copied().max().unwrap_or(0);
+    SWEEP_FLOOR.max(2 * largest) / dtype.size() + 3
+}
+
+/// [`sweep`] for a world of `world` members: empty outside
+/// [`SWEEP_WORLDS`], and without the largest count outside [`LARGEST_WORLD`].
+pub(crate) fn sweep_for_world(
+    dtype: Dtype,
+    boundaries: &[usize],
+    limit: Option<usize>,
+    world: usize,
+) -> (Vec<usize>, Vec<usize>) {
+    if !SWEEP_WORLDS.contains(&world) {
+        return (Vec::new(), Vec::new());
+    }
+    let (mut counts, mut skipped) = sweep(dtype, boundaries, limit);
+    if world != LARGEST_WORLD {
+        let largest = largest_count(dtype, boundaries);
+        counts.retain(|&c| c != largest);
+        skipped.retain(|&c| c != largest);
+    }
+    (counts, skipped)
 }
 
 /// Whether `got` (of `got_shape`) is what `expected` says: `None` when it

@@ -8,7 +8,7 @@ use eredu_core::Submission;
 
 use super::choreography::{arrive, output_of, Flow, Stop};
 use super::exact::check_output;
-use super::scenario::{sweep, Arrival, Scenario, SWEEP_WORLDS};
+use super::scenario::{sweep_for_world, Arrival, Scenario};
 use crate::dtype::Dtype;
 use crate::harness::{CommCompletion, Group, Harness, Tensor};
 use crate::operation::Operation;
@@ -17,7 +17,7 @@ use crate::world::RankCtx;
 /// Runs `steps` once per dtype the harness offers (each listed once, in the
 /// kit's order), with tensors built and read in it. `steps` gets the dtype
 /// and the sweep's element counts for this world (none outside
-/// [`SWEEP_WORLDS`]); the counts above the harness's limit are skipped with
+/// the sweep's worlds, the largest on a world of 2 only); the counts above the harness's limit are skipped with
 /// a note. A dtype the backend refuses (see [`step`]) ends its own steps
 /// only, with a note quoting the backend.
 pub(crate) fn each_dtype<H: Harness>(
@@ -26,23 +26,16 @@ pub(crate) fn each_dtype<H: Harness>(
 ) -> Flow {
     let offered = ctx.harness().dtypes();
     for dtype in Dtype::ALL.into_iter().filter(|d| offered.contains(d)) {
-        let counts = if SWEEP_WORLDS.contains(&ctx.size()) {
-            let harness = ctx.harness();
-            let (counts, skipped) = sweep(
-                dtype,
-                &harness.boundaries(dtype),
-                harness.max_message_bytes(),
-            );
-            if !skipped.is_empty() && ctx.rank() == 0 {
-                ctx.note(format!(
-                    "{dtype}: sizes of {skipped:?} elements skipped: above the harness's limit of {} bytes per rank",
-                    harness.max_message_bytes().unwrap_or(0)
-                ));
-            }
-            counts
-        } else {
-            Vec::new()
-        };
+        let harness = ctx.harness();
+        let limit = harness.max_message_bytes();
+        let (counts, skipped) =
+            sweep_for_world(dtype, &harness.boundaries(dtype), limit, ctx.size());
+        if !skipped.is_empty() && ctx.rank() == 0 {
+            ctx.note(format!(
+                "{dtype}: sizes of {skipped:?} elements skipped: above the harness's limit of {} bytes per rank",
+                limit.unwrap_or(0)
+            ));
+        }
         match ctx.in_dtype(dtype, || steps(dtype, &counts)) {
             Ok(()) => {}
             Err(Refused::Dtype(why)) => {
