@@ -4,12 +4,12 @@
 //! found, no device); with `COMMCHECK_REQUIRE_CUDA=1` they fail instead.
 
 use commcheck::{
-    Claims, CompletionRef, Harness, HarnessError, HoldGuard, Identity, Instruments, Ledger,
-    Observer, Probe, WireRecord, WorkState, WorldSizes,
+    Claims, CompletionRef, Dtype, Harness, HarnessError, HoldGuard, HostValues, Identity,
+    Instruments, Ledger, Observer, Probe, WireRecord, WorkState, WorldSizes,
 };
 use commcheck_cuda::{
     CompletionObserver, CudaBackend, CudaDevice, CudaExecutor, CudaGroup, CudaRoute, CudaTensor,
-    Defect, Phase,
+    Defect, DeviceInfo, Element, Phase,
 };
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -32,6 +32,8 @@ pub struct CudaHarness {
     defect: Option<Defect>,
     /// `Ok(description)` of the device, or why CUDA is not usable here.
     probe: Result<String, String>,
+    /// What the driver said of the device (its data-path boundaries).
+    info: Option<DeviceInfo>,
     /// `COMMCHECK_REQUIRE_CUDA`: fail rather than not-supported (`Err`: the
     /// setting itself is bad, which fails every case).
     required: Result<bool, String>,
@@ -61,9 +63,9 @@ impl CudaHarness {
     }
 
     fn on(ordinal: usize, defect: Option<Defect>) -> Self {
-        let (probe, idle) = match open(ordinal, defect) {
+        let (probe, idle, info) = match open(ordinal, defect) {
             Ok(device) => {
-                let info = device.info();
+                let info = device.info().clone();
                 (
                     Ok(format!(
                         "{} (compute {}.{}), driver CUDA {}, stream-ranks of one device",
@@ -73,14 +75,16 @@ impl CudaHarness {
                         info.driver
                     )),
                     vec![device],
+                    Some(info),
                 )
             }
-            Err(error) => (Err(error.to_string()), Vec::new()),
+            Err(error) => (Err(error.to_string()), Vec::new(), None),
         };
         Self {
             ordinal,
             defect,
             probe,
+            info,
             required: commcheck_cuda::cuda_required().map_err(|e| e.to_string()),
             idle: Arc::new(Mutex::new(idle)),
         }
@@ -158,6 +162,14 @@ impl std::fmt::Debug for CudaRank {
             .field("member", &self.group.member())
             .finish_non_exhaustive()
     }
+}
+
+/// `shape` as the backend's `i32` extents.
+fn extents(shape: &[usize]) -> Result<Vec<i32>, HarnessError> {
+    shape
+        .iter()
+        .map(|&d| i32::try_from(d).map_err(HarnessError::new))
+        .collect()
 }
 
 fn observer(observer: CompletionObserver) -> Observer {
@@ -305,15 +317,84 @@ impl Harness for CudaHarness {
         values: &[f32],
         shape: &[usize],
     ) -> Result<CudaTensor, HarnessError> {
-        let shape = shape
-            .iter()
-            .map(|&d| i32::try_from(d).map_err(HarnessError::new))
-            .collect::<Result<Vec<_>, _>>()?;
-        CudaTensor::from_host(&rank.device, values, &shape).map_err(HarnessError::new)
+        CudaTensor::from_host(&rank.device, values, &extents(shape)?).map_err(HarnessError::new)
     }
 
     fn read(&self, _rank: &CudaRank, tensor: &CudaTensor) -> Result<Vec<f32>, HarnessError> {
         tensor.read().map_err(HarnessError::new)
+    }
+
+    fn dtypes(&self) -> Vec<Dtype> {
+        Dtype::ALL.to_vec()
+    }
+
+    /// The values' little-endian bytes, as a tensor of their element type.
+    fn tensor_of(
+        &self,
+        rank: &CudaRank,
+        values: &HostValues,
+        shape: &[usize],
+    ) -> Result<CudaTensor, HarnessError> {
+        let (element, bytes): (Element, Vec<u8>) = match values {
+            HostValues::F32(values) => return self.tensor(rank, values, shape),
+            HostValues::F16(values) => (
+                Element::F16,
+                values.iter().flat_map(|v| v.to_le_bytes()).collect(),
+            ),
+            HostValues::Bf16(values) => (
+                Element::Bf16,
+                values.iter().flat_map(|v| v.to_le_bytes()).collect(),
+            ),
+            other => {
+                return Err(HarnessError(format!(
+                    "the CUDA harness builds f32, f16 and bf16 tensors, not {}",
+                    other.dtype()
+                )))
+            }
+        };
+        CudaTensor::from_bytes(&rank.device, element, &bytes, &extents(shape)?)
+            .map_err(HarnessError::new)
+    }
+
+    /// The values as the tensor holds them, in its own element type (the
+    /// kit compares that with the dtype it asked for).
+    fn read_as(
+        &self,
+        _rank: &CudaRank,
+        tensor: &CudaTensor,
+        _dtype: Dtype,
+    ) -> Result<HostValues, HarnessError> {
+        let bytes = tensor.read_bytes().map_err(HarnessError::new)?;
+        let pairs = bytes.chunks_exact(2).map(|b| [b[0], b[1]]);
+        Ok(match tensor.element() {
+            Element::F16 => {
+                HostValues::F16(pairs.map(commcheck::half::f16::from_le_bytes).collect())
+            }
+            Element::Bf16 => {
+                HostValues::Bf16(pairs.map(commcheck::half::bf16::from_le_bytes).collect())
+            }
+            _ => HostValues::F32(
+                bytes
+                    .chunks_exact(4)
+                    .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                    .collect(),
+            ),
+        })
+    }
+
+    /// The device's data-path boundaries: the sum's share alignment, one
+    /// pass of the largest grid, and the level-2 cache (so the sweep's
+    /// largest message, twice the largest boundary, streams from device
+    /// memory: 100 MiB per rank with a 50 MiB cache).
+    fn boundaries(&self, dtype: Dtype) -> Vec<usize> {
+        let element = match dtype {
+            Dtype::F16 => Element::F16,
+            Dtype::Bf16 => Element::Bf16,
+            _ => Element::F32,
+        };
+        self.info
+            .as_ref()
+            .map_or_else(Vec::new, |info| info.boundaries(element))
     }
 
     fn hold(&self, _rank: &CudaRank, executor: &CudaExecutor) -> Option<HoldGuard> {

@@ -56,6 +56,7 @@ fn all_reduce_ms(device: &CudaDevice, ranks: usize, bytes: usize) -> Result<f32,
                 count: ranks as u32,
                 begin,
                 end,
+                element: 0,
             };
             device.launch(stream, launch, 0, error.address())?;
             ends.push(device.record(stream, Event::COMPLETION)?);

@@ -43,25 +43,70 @@ __device__ __forceinline__ bool commcheck_stop(const volatile unsigned int* canc
     return stop != 0;
 }
 
+// Element types (`Element::code` in src/tensor.rs).
+#define COMMCHECK_F32 0
+#define COMMCHECK_F16 1
+#define COMMCHECK_BF16 2
+
+// binary16 bits to binary32 and back (round to nearest even): PTX `cvt`.
+__device__ __forceinline__ float commcheck_from_f16(unsigned short bits) {
+    float value;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(value) : "h"(bits));
+    return value;
+}
+
+__device__ __forceinline__ unsigned short commcheck_to_f16(float value) {
+    unsigned short bits;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(bits) : "f"(value));
+    return bits;
+}
+
+// bfloat16 is the upper half of a binary32; narrowing rounds to nearest even
+// by hand (`cvt.rn.bf16.f32` needs sm_80), NaN stays a quiet NaN.
+__device__ __forceinline__ float commcheck_from_bf16(unsigned short bits) {
+    return __uint_as_float(((unsigned int)bits) << 16);
+}
+
+__device__ __forceinline__ unsigned short commcheck_to_bf16(float value) {
+    unsigned int bits = __float_as_uint(value);
+    if ((bits & 0x7fffffffu) > 0x7f800000u) {
+        return (unsigned short)((bits >> 16) | 0x0040u);
+    }
+    bits += 0x7fffu + ((bits >> 16) & 1u);
+    return (unsigned short)(bits >> 16);
+}
+
+// One 16-bit element widened (`element` is F16 or BF16).
+__device__ __forceinline__ float commcheck_widen(unsigned int element, unsigned short bits) {
+    return element == COMMCHECK_F16 ? commcheck_from_f16(bits) : commcheck_from_bf16(bits);
+}
+
+__device__ __forceinline__ unsigned short commcheck_narrow(unsigned int element, float value) {
+    return element == COMMCHECK_F16 ? commcheck_to_f16(value) : commcheck_to_bf16(value);
+}
+
 // The input and output addresses of every rank of one all-reduce.
 struct commcheck_ranks {
-    const float* inputs[COMMCHECK_MAX_RANKS];
-    float* outputs[COMMCHECK_MAX_RANKS];
+    const void* inputs[COMMCHECK_MAX_RANKS];
+    void* outputs[COMMCHECK_MAX_RANKS];
 };
 
 // One rank's share of an all-reduce over `count` stream-ranks of one device:
 // elements [begin, end) of every input are summed in member order and the
 // sum is written to that range of every output (a fused reduce-scatter and
 // all-gather: each element is read once per rank and written once per rank).
-// Where `begin` is a multiple of four (the backend aligns shares to 256
-// elements) and every buffer is 16-byte aligned, four floats move per
-// thread; otherwise one. `ranks` may live in mapped host memory: each block reads the addresses it
-// needs once per tile.
+// `f32` elements: where `begin` is a multiple of four (the backend aligns
+// shares to 256 elements) and every buffer is 16-byte aligned, four floats
+// move per thread; otherwise one. 16-bit elements (`element` F16 or BF16)
+// are widened, summed in `f32` in member order, and rounded once to the
+// element type. `ranks` may live in mapped host memory: each block reads
+// the addresses it needs once per tile.
 extern "C" __global__ void commcheck_all_reduce_sum(
     const commcheck_ranks* ranks, unsigned int count, unsigned long long begin,
-    unsigned long long end, const volatile unsigned int* cancel, volatile int* error) {
-    __shared__ const float* inputs[COMMCHECK_MAX_RANKS];
-    __shared__ float* outputs[COMMCHECK_MAX_RANKS];
+    unsigned long long end, unsigned int element, const volatile unsigned int* cancel,
+    volatile int* error) {
+    __shared__ const void* inputs[COMMCHECK_MAX_RANKS];
+    __shared__ void* outputs[COMMCHECK_MAX_RANKS];
     __shared__ int misaligned;
     if (threadIdx.x == 0) {
         misaligned = 0;
@@ -78,6 +123,27 @@ extern "C" __global__ void commcheck_all_reduce_sum(
     __syncthreads();
     unsigned long long tile = (unsigned long long)blockDim.x;
     unsigned long long stride = tile * gridDim.x;
+    if (element != COMMCHECK_F32) {
+        for (unsigned long long base = begin + (unsigned long long)blockIdx.x * tile; base < end;
+             base += stride) {
+            if (commcheck_stop(cancel, error)) {
+                return;
+            }
+            unsigned long long i = base + threadIdx.x;
+            if (i < end) {
+                float sum = 0.0f;
+                for (unsigned int r = 0; r < count; ++r) {
+                    sum += commcheck_widen(element,
+                                           reinterpret_cast<const unsigned short*>(inputs[r])[i]);
+                }
+                unsigned short bits = commcheck_narrow(element, sum);
+                for (unsigned int r = 0; r < count; ++r) {
+                    reinterpret_cast<unsigned short*>(outputs[r])[i] = bits;
+                }
+            }
+        }
+        return;
+    }
     unsigned long long vectors = (begin % 4 == 0 && !misaligned) ? (end - begin) / 4 : 0;
     unsigned long long first = begin / 4;
     for (unsigned long long base = (unsigned long long)blockIdx.x * tile; base < vectors;
@@ -110,21 +176,71 @@ extern "C" __global__ void commcheck_all_reduce_sum(
         if (i < end) {
             float sum = 0.0f;
             for (unsigned int r = 0; r < count; ++r) {
-                sum += inputs[r][i];
+                sum += reinterpret_cast<const float*>(inputs[r])[i];
             }
             for (unsigned int r = 0; r < count; ++r) {
-                outputs[r][i] = sum;
+                reinterpret_cast<float*>(outputs[r])[i] = sum;
             }
         }
     }
 }
 
-// One strided copy: `rows` rows of `row_len` floats, from `source` (rows
-// `source_stride` floats apart) to `destination` (rows `destination_stride`
-// apart). Concatenation and partition along an axis of row-major tensors.
+// Copies `rows` rows of `row_len` units (`T`: 16-bit halves or 32-bit
+// words) from `source` (rows `source_stride` units apart) to `destination`
+// (rows `destination_stride` apart), in block-uniform tiles. Returns
+// whether the block stopped on the cancel word.
+template <typename T>
+__device__ __forceinline__ bool commcheck_copy_rows(
+    const T* source, T* destination, unsigned long long rows, unsigned long long row_len,
+    unsigned long long source_stride, unsigned long long destination_stride,
+    const volatile unsigned int* cancel, volatile int* error) {
+    unsigned long long total = rows * row_len;
+    unsigned long long tile = (unsigned long long)blockDim.x;
+    unsigned long long stride = tile * gridDim.x;
+    for (unsigned long long base = (unsigned long long)blockIdx.x * tile; base < total;
+         base += stride) {
+        if (commcheck_stop(cancel, error)) {
+            return true;
+        }
+        unsigned long long i = base + threadIdx.x;
+        if (i < total) {
+            unsigned long long row = i / row_len;
+            unsigned long long column = i % row_len;
+            destination[row * destination_stride + column] = source[row * source_stride + column];
+        }
+    }
+    return false;
+}
+
+// `commcheck_copy_rows` in halves (16-bit units), as 32-bit words where
+// both addresses are 4-byte aligned and every length and stride is even
+// (every `f32` copy, and most 16-bit ones).
+__device__ __forceinline__ bool commcheck_copy_halves(
+    const void* source, void* destination, unsigned long long rows, unsigned long long row_len,
+    unsigned long long source_stride, unsigned long long destination_stride,
+    const volatile unsigned int* cancel, volatile int* error) {
+    unsigned long long odd = (reinterpret_cast<unsigned long long>(source) |
+                              reinterpret_cast<unsigned long long>(destination)) %
+                                 4 |
+                             (row_len | source_stride | destination_stride) % 2;
+    if (odd == 0) {
+        return commcheck_copy_rows(reinterpret_cast<const unsigned int*>(source),
+                                   reinterpret_cast<unsigned int*>(destination), rows,
+                                   row_len / 2, source_stride / 2, destination_stride / 2,
+                                   cancel, error);
+    }
+    return commcheck_copy_rows(reinterpret_cast<const unsigned short*>(source),
+                               reinterpret_cast<unsigned short*>(destination), rows, row_len,
+                               source_stride, destination_stride, cancel, error);
+}
+
+// One strided copy: `rows` rows of `row_len` halves (16-bit units: an
+// `f32` element is two), from `source` (rows `source_stride` halves apart)
+// to `destination` (rows `destination_stride` apart). Concatenation and
+// partition along an axis of row-major tensors, of any element type.
 struct commcheck_segment {
-    const float* source;
-    float* destination;
+    const void* source;
+    void* destination;
     unsigned long long rows;
     unsigned long long row_len;
     unsigned long long source_stride;
@@ -139,27 +255,11 @@ extern "C" __global__ void commcheck_copy_segments(
     const unsigned long long* table, const volatile unsigned int* cancel, volatile int* error) {
     const commcheck_segment* segments = reinterpret_cast<const commcheck_segment*>(table + 1);
     unsigned long long count = table[0];
-    unsigned long long tile = (unsigned long long)blockDim.x;
-    unsigned long long stride = tile * gridDim.x;
     for (unsigned long long s = 0; s < count; ++s) {
-        const float* source = segments[s].source;
-        float* destination = segments[s].destination;
-        unsigned long long row_len = segments[s].row_len;
-        unsigned long long total = segments[s].rows * row_len;
-        unsigned long long source_stride = segments[s].source_stride;
-        unsigned long long destination_stride = segments[s].destination_stride;
-        for (unsigned long long base = (unsigned long long)blockIdx.x * tile; base < total;
-             base += stride) {
-            if (commcheck_stop(cancel, error)) {
-                return;
-            }
-            unsigned long long i = base + threadIdx.x;
-            if (i < total) {
-                unsigned long long row = i / row_len;
-                unsigned long long column = i % row_len;
-                destination[row * destination_stride + column] =
-                    source[row * source_stride + column];
-            }
+        if (commcheck_copy_halves(segments[s].source, segments[s].destination, segments[s].rows,
+                                  segments[s].row_len, segments[s].source_stride,
+                                  segments[s].destination_stride, cancel, error)) {
+            return;
         }
     }
 }
@@ -172,7 +272,7 @@ extern "C" __global__ void commcheck_copy_segments(
 // receiver's tensor; a mismatch fails the work.
 extern "C" __global__ void commcheck_receive(
     const unsigned long long* plan, unsigned long long offset, unsigned long long header_len,
-    const unsigned char* expected, float* payload, unsigned long long len,
+    const unsigned char* expected, void* payload, unsigned long long len,
     const volatile unsigned int* cancel, volatile int* error) {
     __shared__ int mismatch;
     if (commcheck_stop(cancel, error)) {
@@ -195,27 +295,17 @@ extern "C" __global__ void commcheck_receive(
         }
         return;
     }
-    // The payload starts at the next four-byte boundary after the header.
-    const float* source = reinterpret_cast<const float*>(message + ((header_len + 3) & ~3ull));
-    unsigned long long tile = (unsigned long long)blockDim.x;
-    unsigned long long stride = tile * gridDim.x;
-    for (unsigned long long base = (unsigned long long)blockIdx.x * tile; base < len;
-         base += stride) {
-        if (commcheck_stop(cancel, error)) {
-            return;
-        }
-        unsigned long long i = base + threadIdx.x;
-        if (i < len) {
-            payload[i] = source[i];
-        }
-    }
+    // The payload (`len` halves) starts at the next four-byte boundary after
+    // the header.
+    const void* source = message + ((header_len + 3) & ~3ull);
+    commcheck_copy_halves(source, payload, 1, len, len, len, cancel, error);
 }
 
 // The sender's side: the header bytes (mapped host memory) and the payload
-// (at the next four-byte boundary) go into one device buffer, the route's
-// native message.
+// (`len` halves, at the next four-byte boundary) go into one device buffer,
+// the route's native message.
 extern "C" __global__ void commcheck_frame(
-    const unsigned char* header, unsigned long long header_len, const float* payload,
+    const unsigned char* header, unsigned long long header_len, const void* payload,
     unsigned long long len, unsigned char* message, const volatile unsigned int* cancel,
     volatile int* error) {
     if (commcheck_stop(cancel, error)) {
@@ -225,19 +315,8 @@ extern "C" __global__ void commcheck_frame(
          i < header_len; i += (unsigned long long)blockDim.x * gridDim.x) {
         message[i] = header[i];
     }
-    float* destination = reinterpret_cast<float*>(message + ((header_len + 3) & ~3ull));
-    unsigned long long tile = (unsigned long long)blockDim.x;
-    unsigned long long stride = tile * gridDim.x;
-    for (unsigned long long base = (unsigned long long)blockIdx.x * tile; base < len;
-         base += stride) {
-        if (commcheck_stop(cancel, error)) {
-            return;
-        }
-        unsigned long long i = base + threadIdx.x;
-        if (i < len) {
-            destination[i] = payload[i];
-        }
-    }
+    void* destination = message + ((header_len + 3) & ~3ull);
+    commcheck_copy_halves(payload, destination, 1, len, len, len, cancel, error);
 }
 
 // Elementwise `out = a (op) b`: op 0 adds, 1 subtracts, 2 multiplies, 3

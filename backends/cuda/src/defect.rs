@@ -73,7 +73,11 @@ defects! {
     ForkSharesLane => "SUB-1", "forked executors share the parent's stream";
     OrderAfterIgnored => "SUB-3", "`order_after` orders nothing";
     SumRepeatsFirstMember => "SUM-1", "the sum reads the first member's input in place of the last member's";
+    SumSharePastFirstRepeats => "SUM-1", "past the first 256-element share, the sum reads the first member's input in place of the last member's";
+    SumBf16AsF16 => "SUM-1", "the sum decodes bf16 inputs as f16 bits";
     GatherReversed => "GAT-1", "even gathers concatenate in reverse member order";
+    GatherMiddleAxisSwapped => "GAT-1", "even gathers along a middle axis copy with the outer and inner extents swapped";
+    GatherByArrival => "GAT-1", "even gathers place blocks in arrival order, not member order";
     UnevenCountsAsElements => "GAT-2", "uneven counts are taken as flat element counts";
     PointToPointReversed => "P2P-1", "a received bundle's values come back in reverse order";
     SeparateHeaderMessage => "P2P-3", "the wire log shows headers and payloads as two messages";

@@ -9,6 +9,7 @@ use crate::error::{CudaError, CudaVersion};
 use crate::ffi::{self, DeviceMemory, HostPool, HostSlot, Launch};
 use crate::ptx;
 use crate::reaper::Registry;
+use crate::tensor::Element;
 use cudarc::driver::{sys, CudaContext, CudaFunction, CudaStream, LaunchConfig};
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -32,6 +33,47 @@ pub struct DeviceInfo {
     pub total_memory: usize,
     /// Streaming multiprocessors.
     pub multiprocessors: u32,
+    /// Level-2 cache, in bytes.
+    pub l2_cache_bytes: usize,
+}
+
+/// Threads per block of every launch.
+const THREADS: u64 = 256;
+
+/// Most blocks per multiprocessor in one launch (the grid walks the rest
+/// in block-uniform tiles).
+const BLOCKS_PER_MULTIPROCESSOR: u64 = 8;
+
+impl DeviceInfo {
+    /// Threads in a launch of the largest grid.
+    fn most_threads(&self) -> u64 {
+        u64::from(self.multiprocessors) * BLOCKS_PER_MULTIPROCESSOR * THREADS
+    }
+
+    /// Message sizes, in bytes per rank, where the backend's data path
+    /// changes for `element`s on this device, sorted: the sum's share
+    /// alignment (a second member's share begins past 256 elements), one
+    /// full pass of the largest grid (past it, every thread walks a second
+    /// tile: four `f32`s per thread in the sum's vector path, one 32-bit
+    /// word per thread in the copies), and the level-2 cache (past it, the
+    /// data streams from device memory).
+    pub fn boundaries(&self, element: Element) -> Vec<usize> {
+        let threads = self.most_threads() as usize;
+        let sum_pass = match element {
+            Element::F32 => 16 * threads,
+            _ => element.size() * threads,
+        };
+        let mut bytes = vec![
+            crate::ffi::SHARE_ALIGN * element.size(),
+            sum_pass,
+            4 * threads,
+            self.l2_cache_bytes,
+        ];
+        bytes.retain(|&b| b > 0);
+        bytes.sort_unstable();
+        bytes.dedup();
+        bytes
+    }
 }
 
 /// Live native resources by kind (the resource-ledger instrument).
@@ -183,6 +225,8 @@ impl CudaDevice {
                 sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
             )?
             .max(1) as u32,
+            l2_cache_bytes: attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)?
+                .max(0) as usize,
         };
         let module = context
             .load_module(cudarc::nvrtc::Ptx::from_src(ptx::PTX))
@@ -227,6 +271,7 @@ impl CudaDevice {
                 count: 0,
                 begin: 0,
                 end: 0,
+                element: 0,
             },
             Launch::CopySegments {
                 table: error.address(),
@@ -355,8 +400,7 @@ impl CudaDevice {
             .ok_or(CudaError::NotProvided {
                 operation: launch.kernel(),
             })?;
-        const THREADS: u64 = 256;
-        let most = u64::from(self.shared.info.multiprocessors) * 8;
+        let most = u64::from(self.shared.info.multiprocessors) * BLOCKS_PER_MULTIPROCESSOR;
         let blocks = launch.elements().div_ceil(THREADS).clamp(1, most) as u32;
         let config = LaunchConfig {
             grid_dim: (blocks, 1, 1),
@@ -509,5 +553,35 @@ pub fn poll_until(event: &Event, deadline: Option<Instant>) -> Result<bool, Cuda
         };
         std::thread::sleep(pause.min(left));
         pause = (pause * 2).min(Duration::from_micros(200));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn h100() -> DeviceInfo {
+        DeviceInfo {
+            name: "an H100-like device".into(),
+            ordinal: 0,
+            driver: CudaVersion::from_driver(13000),
+            compute_capability: (9, 0),
+            total_memory: 80 << 30,
+            multiprocessors: 132,
+            l2_cache_bytes: 50 << 20,
+        }
+    }
+
+    #[test]
+    fn boundaries_name_the_share_the_grid_and_the_cache() {
+        let threads = 132 * 8 * 256;
+        assert_eq!(
+            h100().boundaries(Element::F32),
+            vec![1024, 4 * threads, 16 * threads, 50 << 20]
+        );
+        assert_eq!(
+            h100().boundaries(Element::Bf16),
+            vec![512, 2 * threads, 4 * threads, 50 << 20]
+        );
     }
 }

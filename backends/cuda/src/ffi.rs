@@ -484,7 +484,8 @@ pub struct RankAddresses {
 // `struct commcheck_ranks`.
 unsafe impl DeviceRepr for RankAddresses {}
 
-/// One strided copy (`struct commcheck_segment`), in floats.
+/// One strided copy (`struct commcheck_segment`), in halves (16-bit units:
+/// an `f32` element is two, an `f16` or `bf16` one).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Segment {
@@ -494,11 +495,11 @@ pub struct Segment {
     pub destination: u64,
     /// Rows.
     pub rows: u64,
-    /// Floats per row.
+    /// Halves per row.
     pub row_len: u64,
-    /// Floats between source rows.
+    /// Halves between source rows.
     pub source_stride: u64,
-    /// Floats between destination rows.
+    /// Halves between destination rows.
     pub destination_stride: u64,
 }
 
@@ -506,12 +507,14 @@ pub struct Segment {
 // `struct commcheck_segment`.
 unsafe impl DeviceRepr for Segment {}
 
+/// Elements every all-reduce share but the last is a multiple of.
+pub const SHARE_ALIGN: usize = 256;
+
 /// Rank `rank`'s share `[begin, end)` of an all-reduce of `len` elements
 /// over `ranks` ranks: shares are multiples of 256 elements (aligned
 /// accesses, four floats per thread), the last one shorter or empty.
 pub fn share(len: usize, ranks: usize, rank: usize) -> (u64, u64) {
-    const ALIGN: usize = 256;
-    let share = len.div_ceil(ranks.max(1)).next_multiple_of(ALIGN);
+    let share = len.div_ceil(ranks.max(1)).next_multiple_of(SHARE_ALIGN);
     let begin = rank.saturating_mul(share).min(len);
     let end = rank.saturating_add(1).saturating_mul(share).min(len);
     (begin as u64, end as u64)
@@ -533,12 +536,15 @@ pub enum Launch {
         begin: u64,
         /// One past its last element.
         end: u64,
+        /// The element type's kernel code (`Element::code`).
+        element: u32,
     },
     /// `commcheck_copy_segments`.
     CopySegments {
         /// Address of a segment table: a `u64` count, then the [`Segment`]s.
         table: u64,
-        /// Floats in all segments, if known (sizes the grid; 0: the largest grid).
+        /// Halves (16-bit units) in all segments, if known (sizes the grid;
+        /// 0: the largest grid).
         elements: u64,
     },
     /// `commcheck_receive`.
@@ -553,7 +559,7 @@ pub enum Launch {
         expected: u64,
         /// Where the payload goes.
         payload: u64,
-        /// Payload floats.
+        /// Payload halves (16-bit units: two per `f32`).
         len: u64,
     },
     /// `commcheck_frame`.
@@ -564,7 +570,7 @@ pub enum Launch {
         header_len: u64,
         /// The payload.
         payload: u64,
-        /// Payload floats.
+        /// Payload halves (16-bit units: two per `f32`).
         len: u64,
         /// The message buffer.
         message: u64,
@@ -629,7 +635,13 @@ impl Launch {
     /// Elements the launch walks (sizes its grid).
     pub fn elements(&self) -> u64 {
         match *self {
-            Self::AllReduceSum { begin, end, .. } => end.saturating_sub(begin).div_ceil(4),
+            Self::AllReduceSum {
+                begin,
+                end,
+                element: 0,
+                ..
+            } => end.saturating_sub(begin).div_ceil(4),
+            Self::AllReduceSum { begin, end, .. } => end.saturating_sub(begin),
             Self::CopySegments { elements: 0, .. } => u64::MAX,
             Self::CopySegments { elements, .. } => elements,
             Self::Receive {
@@ -672,11 +684,13 @@ pub fn launch(
             count,
             begin,
             end,
+            element,
         } => vec![
             U64(ranks),
             U32(count),
             U64(begin),
             U64(end),
+            U32(element),
             U64(cancel),
             U64(error),
         ],

@@ -21,6 +21,7 @@ use crate::device::CudaDevice;
 use crate::error::CudaError;
 use crate::ffi::{Event, HostSlot};
 use crate::reaper::{Pollable, Polled};
+use crate::tensor::Element;
 use crate::work::{Rendezvous, Work};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -36,8 +37,12 @@ pub(crate) struct Contribution {
     /// Operation arguments every member must agree on, or that pair up
     /// (axis, counts, root, agreement status, headers' lengths).
     pub(crate) meta: Vec<usize>,
-    /// Point-to-point values: (header, shape, address) per value.
-    pub(crate) values: Vec<(Vec<u8>, Vec<i32>, u64)>,
+    /// Point-to-point values: (header, shape, element type) per value.
+    pub(crate) values: Vec<(Vec<u8>, Vec<i32>, Element)>,
+    /// The element type of the input (and output).
+    pub(crate) element: Element,
+    /// Its place in the order the members arrived (set by the instance).
+    pub(crate) arrival: usize,
 }
 
 /// How the last arrival turns contributions into each member's plan: the
@@ -106,7 +111,7 @@ impl Instance {
 
     /// Member `member` arrived. The last arrival plans every member's part;
     /// members that disagree fail, all of them.
-    pub(crate) fn arrive(&self, member: usize, arrival: Arrival) {
+    pub(crate) fn arrive(&self, member: usize, mut arrival: Arrival) {
         let mut state = self.lock();
         if let Some(reason) = state.cancelled.clone() {
             drop(state);
@@ -114,6 +119,7 @@ impl Instance {
             return;
         }
         if state.arrivals[member].is_none() {
+            arrival.contribution.arrival = state.arrived;
             state.arrived += 1;
         }
         state.arrivals[member] = Some(arrival);

@@ -18,6 +18,15 @@
 //! (compiled ahead of time to PTX by NVRTC 13.0 for `compute_75`, embedded,
 //! regenerated and compared by a test).
 //!
+//! - **Element types** ([`Element`]): tensors hold `f32`, `f16` or
+//!   `bf16` ([`CudaTensor::from_bytes`], [`CudaTensor::read_bytes`]).
+//!   Collectives and routes move any of them bit for bit (the copy kernels
+//!   count 16-bit halves, and move 32-bit words where every address, length
+//!   and stride allows); the sum widens 16-bit elements to `f32`, adds in
+//!   member order and rounds once. Members that disagree on the element
+//!   type all fail. Data-path boundaries ([`DeviceInfo::boundaries`]): the
+//!   sum's 256-element share alignment, one pass of the largest grid, and
+//!   the level-2 cache.
 //! - **Executors** ([`CudaExecutor`]) are streams leased from a pool created
 //!   with the device, before any stream is held. The pool has one stream per
 //!   hardware queue but the memory stream's (`CUDA_DEVICE_MAX_CONNECTIONS`
@@ -99,7 +108,11 @@
 //! | `ForkSharesLane` | SUB-1 | forked executors share the parent's stream |
 //! | `OrderAfterIgnored` | SUB-3 | `order_after` orders nothing |
 //! | `SumRepeatsFirstMember` | SUM-1 | the sum reads the first member's input in place of the last member's |
+//! | `SumSharePastFirstRepeats` | SUM-1 | the same, past the first 256-element share only (a chunking bug) |
+//! | `SumBf16AsF16` | SUM-1 | the sum decodes `bf16` inputs as `f16` bits |
 //! | `GatherReversed` | GAT-1 | even gathers concatenate in reverse member order |
+//! | `GatherMiddleAxisSwapped` | GAT-1 | even gathers along a middle axis swap the outer and inner extents |
+//! | `GatherByArrival` | GAT-1 | even gathers place blocks in arrival order, not member order |
 //! | `UnevenCountsAsElements` | GAT-2 | uneven counts are taken as flat element counts |
 //! | `PointToPointReversed` | P2P-1 | a received bundle's values come back in reverse order |
 //! | `SeparateHeaderMessage` | P2P-3 | the wire log shows headers and payloads as two messages |
@@ -169,7 +182,7 @@ pub use neural::CudaOperator;
 pub use ops::CudaAgreement;
 pub use ptx::{compile as compile_kernels, ARCH, KERNELS, PTX, PTX_PATH, SOURCE};
 pub use route::{CudaRoute, WireMessage};
-pub use tensor::CudaTensor;
+pub use tensor::{CudaTensor, Element};
 pub use work::{CompletionObserver, CudaCompletion, Phase};
 
 /// The CUDA reference backend. All state lives in devices, executors,

@@ -8,7 +8,7 @@ use crate::executor::CudaExecutor;
 use crate::ffi::{share, Event, HostSlot, Launch, Segment};
 use crate::group::{for_all, Arrival, Contribution, CudaGroup, Planner, Sequence};
 use crate::route::CudaRoute;
-use crate::tensor::{elements, CudaTensor};
+use crate::tensor::{elements, CudaTensor, Element};
 use crate::work::{CudaCompletion, Parts, Rendezvous, Retained, Work};
 use crate::CudaBackend;
 use eredu_core::Submission;
@@ -288,19 +288,43 @@ fn bytes(words: impl IntoIterator<Item = u64>) -> Vec<u8> {
     words.into_iter().flat_map(u64::to_le_bytes).collect()
 }
 
-fn segment_table(segments: &[Segment]) -> Vec<u8> {
+/// The copy table of `segments`, whose lengths and strides count
+/// `element`s (the kernel's are in halves).
+fn segment_table(segments: &[Segment], element: Element) -> Vec<u8> {
+    let halves = element.halves();
     bytes(
         std::iter::once(segments.len() as u64).chain(segments.iter().flat_map(|s| {
             [
                 s.source,
                 s.destination,
                 s.rows,
-                s.row_len,
-                s.source_stride,
-                s.destination_stride,
+                s.row_len * halves,
+                s.source_stride * halves,
+                s.destination_stride * halves,
             ]
         })),
     )
+}
+
+/// Bytes per element of the collective's tensors.
+fn element_bytes(all: &[Contribution]) -> u64 {
+    all[0].element.size() as u64
+}
+
+/// Every member submitted tensors of member 0's element type.
+fn same_element(operation: &'static str, all: &[Contribution]) -> Result<(), CudaError> {
+    let first = all[0].element;
+    match all.iter().position(|c| c.element != first) {
+        Some(member) => Err(mismatch(
+            operation,
+            member,
+            format!(
+                "submitted a {} tensor, member 0 submitted {first}",
+                all[member].element
+            ),
+        )),
+        None => Ok(()),
+    }
 }
 
 /// Bytes of a segment table of `count` segments.
@@ -421,6 +445,7 @@ fn sum_plan_checked(
     operation: &'static str,
     all: &[Contribution],
 ) -> Result<Vec<Vec<u8>>, CudaError> {
+    same_element(operation, all)?;
     same_shapes(operation, all)?;
     let mut words = vec![0u64; 2 * crate::ffi::MAX_RANKS];
     for (member, c) in all.iter().enumerate() {
@@ -442,6 +467,42 @@ fn sum_repeating_checked(
         all[last].input = first;
     }
     sum_plan_checked(operation, &all)
+}
+
+/// The `SumSharePastFirstRepeats` defect: every member but member 0 (whose
+/// share is the first 256-element-aligned chunk, and the whole message
+/// below that) reads member 0's input in place of the last member's.
+fn sum_share_repeating_checked(
+    operation: &'static str,
+    all: &[Contribution],
+) -> Result<Vec<Vec<u8>>, CudaError> {
+    let right = sum_plan_checked(operation, all)?;
+    let wrong = sum_repeating_checked(operation, all)?;
+    Ok(right
+        .into_iter()
+        .zip(wrong)
+        .enumerate()
+        .map(|(member, (right, wrong))| if member == 0 { right } else { wrong })
+        .collect())
+}
+
+/// The `GatherByArrival` defect: members concatenated in the order they
+/// arrived, not in member order.
+fn even_by_arrival_checked(
+    operation: &'static str,
+    all: &[Contribution],
+) -> Result<Vec<Vec<u8>>, CudaError> {
+    let mut arrived: Vec<&Contribution> = all.iter().collect();
+    arrived.sort_by_key(|c| c.arrival);
+    let permuted: Vec<Contribution> = all
+        .iter()
+        .zip(arrived)
+        .map(|(me, at)| Contribution {
+            input: at.input.clone(),
+            ..me.clone()
+        })
+        .collect();
+    even_plan_checked(operation, &permuted)
 }
 
 /// The `GatherReversed` defect: members concatenated last to first.
@@ -469,7 +530,9 @@ fn uneven_flat_checked(
     all: &[Contribution],
 ) -> Result<Vec<Vec<u8>>, CudaError> {
     same_meta(operation, all, "axis and counts")?;
+    same_element(operation, all)?;
     let counts = &all[0].meta[1..];
+    let size = element_bytes(all);
     Ok(all
         .iter()
         .map(|me| {
@@ -481,7 +544,7 @@ fn uneven_flat_checked(
                     let count = count as u64;
                     let segment = Segment {
                         source: input(c).0,
-                        destination: output(me).0 + 4 * offset,
+                        destination: output(me).0 + size * offset,
                         rows: 1,
                         row_len: count,
                         source_stride: count,
@@ -491,7 +554,7 @@ fn uneven_flat_checked(
                     segment
                 })
                 .collect();
-            segment_table(&segments)
+            segment_table(&segments, all[0].element)
         })
         .collect())
 }
@@ -507,12 +570,35 @@ fn even_plan_checked(
     operation: &'static str,
     all: &[Contribution],
 ) -> Result<Vec<Vec<u8>>, CudaError> {
+    even_plan_with(operation, all, false)
+}
+
+/// The `GatherMiddleAxisSwapped` defect: along a middle axis, the rows
+/// before the axis and the elements after it trade places in the copy.
+fn even_swapped_checked(
+    operation: &'static str,
+    all: &[Contribution],
+) -> Result<Vec<Vec<u8>>, CudaError> {
+    even_plan_with(operation, all, true)
+}
+
+fn even_plan_with(
+    operation: &'static str,
+    all: &[Contribution],
+    swapped: bool,
+) -> Result<Vec<Vec<u8>>, CudaError> {
     same_meta(operation, all, "axis")?;
+    same_element(operation, all)?;
     same_shapes(operation, all)?;
     let axis = all[0].meta[0];
-    let (outer, extent, rest) = around(input(&all[0]).1, axis);
+    let shape = input(&all[0]).1;
+    let (mut outer, extent, mut rest) = around(shape, axis);
+    if swapped && axis > 0 && axis + 1 < shape.len() {
+        std::mem::swap(&mut outer, &mut rest);
+    }
     let inner = extent * rest;
     let n = all.len() as u64;
+    let size = element_bytes(all);
     Ok(all
         .iter()
         .map(|me| {
@@ -521,14 +607,14 @@ fn even_plan_checked(
                 .enumerate()
                 .map(|(s, c)| Segment {
                     source: input(c).0,
-                    destination: output(me).0 + 4 * s as u64 * inner,
+                    destination: output(me).0 + size * s as u64 * inner,
                     rows: outer,
                     row_len: inner,
                     source_stride: inner,
                     destination_stride: n * inner,
                 })
                 .collect();
-            segment_table(&segments)
+            segment_table(&segments, all[0].element)
         })
         .collect())
 }
@@ -538,8 +624,10 @@ fn uneven_plan_checked(
     all: &[Contribution],
 ) -> Result<Vec<Vec<u8>>, CudaError> {
     same_meta(operation, all, "axis and counts")?;
+    same_element(operation, all)?;
     let axis = all[0].meta[0];
     let counts = &all[0].meta[1..];
+    let size = element_bytes(all);
     off_axis(operation, all, axis)?;
     for (member, c) in all.iter().enumerate() {
         let (_, extent, _) = around(input(c).1, axis);
@@ -567,7 +655,7 @@ fn uneven_plan_checked(
                     let count = count as u64;
                     let segment = Segment {
                         source: input(c).0,
-                        destination: output(me).0 + 4 * offset * rest,
+                        destination: output(me).0 + size * offset * rest,
                         rows: outer,
                         row_len: count * rest,
                         source_stride: count * rest,
@@ -577,7 +665,7 @@ fn uneven_plan_checked(
                     segment
                 })
                 .collect();
-            segment_table(&segments)
+            segment_table(&segments, all[0].element)
         })
         .collect())
 }
@@ -615,8 +703,10 @@ fn all_to_all_plan_checked(
             }
         }
     }
+    same_element(operation, all)?;
     off_axis(operation, all, axis)?;
     let (outer, _, rest) = around(input(&all[0]).1, axis);
+    let size = element_bytes(all);
     Ok((0..n)
         .map(|me| {
             let received: u64 = receives(me).iter().map(|&c| c as u64).sum();
@@ -627,8 +717,8 @@ fn all_to_all_plan_checked(
                     let before: u64 = sends(p)[..me].iter().map(|&c| c as u64).sum();
                     let len = sends(p)[me] as u64;
                     let segment = Segment {
-                        source: input(&all[p]).0 + 4 * before * rest,
-                        destination: output(&all[me]).0 + 4 * offset * rest,
+                        source: input(&all[p]).0 + size * before * rest,
+                        destination: output(&all[me]).0 + size * offset * rest,
                         rows: outer,
                         row_len: len * rest,
                         source_stride: extent * rest,
@@ -638,7 +728,7 @@ fn all_to_all_plan_checked(
                     segment
                 })
                 .collect();
-            segment_table(&segments)
+            segment_table(&segments, all[0].element)
         })
         .collect())
 }
@@ -648,6 +738,7 @@ fn broadcast_plan_checked(
     all: &[Contribution],
 ) -> Result<Vec<Vec<u8>>, CudaError> {
     same_meta(operation, all, "root")?;
+    same_element(operation, all)?;
     same_shapes(operation, all)?;
     let root = all[0].meta[0];
     let (source, shape) = input(&all[root]);
@@ -655,14 +746,17 @@ fn broadcast_plan_checked(
     Ok(all
         .iter()
         .map(|me| {
-            segment_table(&[Segment {
-                source,
-                destination: output(me).0,
-                rows: 1,
-                row_len: len,
-                source_stride: len,
-                destination_stride: len,
-            }])
+            segment_table(
+                &[Segment {
+                    source,
+                    destination: output(me).0,
+                    rows: 1,
+                    row_len: len,
+                    source_stride: len,
+                    destination_stride: len,
+                }],
+                all[0].element,
+            )
         })
         .collect())
 }
@@ -699,7 +793,10 @@ planner! {
     no_plan => no_plan_checked,
     agreement_plan => agreement_plan_checked,
     sum_repeating => sum_repeating_checked,
+    sum_share_repeating => sum_share_repeating_checked,
     even_reversed => even_reversed_checked,
+    even_by_arrival => even_by_arrival_checked,
+    even_swapped => even_swapped_checked,
     uneven_flat => uneven_flat_checked,
 }
 
@@ -720,15 +817,17 @@ impl Copying {
         group: &CudaGroup,
         executor: &CudaExecutor,
     ) -> Result<Submission<CudaTensor, CudaCompletion>, CudaError> {
-        let output = CudaTensor::pending(executor.device(), self.output_shape.clone())?;
+        let element = value.element();
+        let output = CudaTensor::pending(executor.device(), element, self.output_shape.clone())?;
         let mut part = Part::new(self.operation, self.planner);
         part.contribution = Contribution {
             input: Some((value.address(), eredu_nn::Tensor::shape(value).to_vec())),
             output: Some((output.address(), self.output_shape)),
             meta: self.meta,
-            values: Vec::new(),
+            element,
+            ..Contribution::default()
         };
-        let elements = output.len() as u64;
+        let elements = output.len() as u64 * element.halves();
         part.plan = table_bytes(self.segments);
         part.kernels = Box::new(move |table| vec![Launch::CopySegments { table, elements }]);
         part.inputs = vec![value];
@@ -748,17 +847,27 @@ impl SumReductionBackend for CudaBackend {
     ) -> Result<Submission<CudaTensor, CudaCompletion>, CudaError> {
         const OP: &str = "all_reduce_sum";
         let shape = eredu_nn::Tensor::shape(&value).to_vec();
-        let output = CudaTensor::pending(executor.device(), shape.clone())?;
+        let element = value.element();
+        let output = CudaTensor::pending(executor.device(), element, shape.clone())?;
         let (n, member, len) = (group.size(), group.member(), value.len());
-        let planner: Planner = if executor.device().has(Defect::SumRepeatsFirstMember) {
+        let device = executor.device();
+        let planner: Planner = if device.has(Defect::SumRepeatsFirstMember) {
             sum_repeating
+        } else if device.has(Defect::SumSharePastFirstRepeats) {
+            sum_share_repeating
         } else {
             sum_plan
+        };
+        // The `SumBf16AsF16` defect: bf16 bits summed as f16.
+        let code = match element {
+            Element::Bf16 if device.has(Defect::SumBf16AsF16) => Element::F16.code(),
+            element => element.code(),
         };
         let mut part = Part::new(OP, planner);
         part.contribution = Contribution {
             input: Some((value.address(), shape.clone())),
             output: Some((output.address(), shape)),
+            element,
             ..Contribution::default()
         };
         part.plan = 16 * crate::ffi::MAX_RANKS;
@@ -769,6 +878,7 @@ impl SumReductionBackend for CudaBackend {
                 count: n as u32,
                 begin,
                 end,
+                element: code,
             }]
         });
         part.inputs = vec![&value];
@@ -799,6 +909,10 @@ impl EvenGatherBackend for CudaBackend {
             operation: OP,
             planner: if executor.device().has(Defect::GatherReversed) {
                 even_reversed
+            } else if executor.device().has(Defect::GatherByArrival) {
+                even_by_arrival
+            } else if executor.device().has(Defect::GatherMiddleAxisSwapped) {
+                even_swapped
             } else {
                 even_plan
             },
@@ -1031,8 +1145,9 @@ impl PointToPointBackend for CudaBackend {
             .map(RoleExactBoundaryValue::into_parts)
             .unzip();
         let device = executor.device();
-        // The message: each value's header (padded to four bytes), then its
-        // payload; one device buffer, one native message.
+        // The message: each value's header, then its payload, each padded
+        // to four bytes; one device buffer, one native message. Layout:
+        // (offset, header bytes, payload halves) per value.
         let layout: Vec<(u64, u64, u64)> = {
             let mut offset = 0u64;
             headers
@@ -1041,13 +1156,14 @@ impl PointToPointBackend for CudaBackend {
                 .map(|(header, tensor)| {
                     let at = offset;
                     let header_len = header.len() as u64;
-                    offset += header_len.next_multiple_of(4) + 4 * tensor.len() as u64;
-                    (at, header_len, tensor.len() as u64)
+                    let halves = tensor.len() as u64 * tensor.element().halves();
+                    offset += header_len.next_multiple_of(4) + (2 * halves).next_multiple_of(4);
+                    (at, header_len, halves)
                 })
                 .collect()
         };
-        let message_bytes = layout.last().map_or(0, |&(at, header, len)| {
-            at + header.next_multiple_of(4) + 4 * len
+        let message_bytes = layout.last().map_or(0, |&(at, header, halves)| {
+            at + header.next_multiple_of(4) + (2 * halves).next_multiple_of(4)
         });
         let header_slots = headers
             .iter()
@@ -1061,7 +1177,7 @@ impl PointToPointBackend for CudaBackend {
             values: headers
                 .iter()
                 .zip(&tensors)
-                .map(|(h, t)| (h.clone(), eredu_nn::Tensor::shape(t).to_vec(), 0))
+                .map(|(h, t)| (h.clone(), eredu_nn::Tensor::shape(t).to_vec(), t.element()))
                 .collect(),
             ..Contribution::default()
         };
@@ -1087,7 +1203,7 @@ impl PointToPointBackend for CudaBackend {
             }
             route.log(
                 &headers,
-                4 * layout.iter().map(|&(_, _, len)| len).sum::<u64>(),
+                2 * layout.iter().map(|&(_, _, halves)| halves).sum::<u64>(),
             );
             part.inputs = tensors.iter().collect();
             part.retained.push(Box::new(Arc::clone(&message)));
@@ -1100,7 +1216,9 @@ impl PointToPointBackend for CudaBackend {
         } else {
             let outputs = tensors
                 .iter()
-                .map(|t| CudaTensor::pending(device, eredu_nn::Tensor::shape(t).to_vec()))
+                .map(|t| {
+                    CudaTensor::pending(device, t.element(), eredu_nn::Tensor::shape(t).to_vec())
+                })
                 .collect::<Result<Vec<_>, _>>()?;
             part.contribution = contribution;
             // The receiver's values are inputs too: retained like the
@@ -1140,5 +1258,267 @@ impl PointToPointBackend for CudaBackend {
                 completion: submitted.completion,
             })
         }
+    }
+}
+
+/// The planners on the host, with no GPU: every copy table is run by a host
+/// model of `commcheck_copy_segments` over fake device memory, for every
+/// element type, and compared with the collective's definition.
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    /// Fake device memory: region `i` starts at `(i + 1) << 32`.
+    #[derive(Default)]
+    struct Memory {
+        regions: HashMap<u64, Vec<u8>>,
+    }
+
+    impl Memory {
+        fn region(&mut self, bytes: Vec<u8>) -> u64 {
+            let base = (self.regions.len() as u64 + 1) << 32;
+            self.regions.insert(base, bytes);
+            base
+        }
+
+        fn half(&mut self, address: u64) -> &mut [u8] {
+            let (base, offset) = (address >> 32 << 32, (address & 0xffff_ffff) as usize);
+            let region = self.regions.get_mut(&base).expect("an address in a region");
+            &mut region[offset..offset + 2]
+        }
+
+        /// The host model of `commcheck_copy_segments` (in halves).
+        fn run(&mut self, table: &[u8]) {
+            let words: Vec<u64> = table
+                .chunks_exact(8)
+                .map(|w| u64::from_le_bytes(w.try_into().unwrap()))
+                .collect();
+            for s in words[1..].chunks_exact(6).take(words[0] as usize) {
+                let (source, destination, rows, row_len, from, to) =
+                    (s[0], s[1], s[2], s[3], s[4], s[5]);
+                for row in 0..rows {
+                    for column in 0..row_len {
+                        let value = self.half(source + 2 * (row * from + column)).to_vec();
+                        self.half(destination + 2 * (row * to + column))
+                            .copy_from_slice(&value);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Member `member`'s input: distinct bytes per (member, byte).
+    fn input_bytes(member: usize, len: usize, element: Element) -> Vec<u8> {
+        (0..len * element.size())
+            .map(|i| (member * 97 + i * 7 + 1) as u8)
+            .collect()
+    }
+
+    /// Runs `planner` for members with `shapes` and `meta`, outputs of
+    /// `output_shapes`; each member's output bytes.
+    fn run(
+        planner: Planner,
+        element: Element,
+        shapes: &[Vec<i32>],
+        output_shapes: &[Vec<i32>],
+        meta: &[Vec<usize>],
+        arrival: &[usize],
+    ) -> Vec<Vec<u8>> {
+        let mut memory = Memory::default();
+        let count = |shape: &[i32]| shape.iter().product::<i32>() as usize;
+        let all: Vec<Contribution> = (0..shapes.len())
+            .map(|member| {
+                let input = memory.region(input_bytes(member, count(&shapes[member]), element));
+                let output = memory.region(vec![0; count(&output_shapes[member]) * element.size()]);
+                Contribution {
+                    input: Some((input, shapes[member].clone())),
+                    output: Some((output, output_shapes[member].clone())),
+                    meta: meta[member].clone(),
+                    element,
+                    arrival: arrival[member],
+                    ..Contribution::default()
+                }
+            })
+            .collect();
+        let plans = planner("test", &all);
+        for plan in &plans {
+            memory.run(plan.as_ref().expect("a plan"));
+        }
+        all.iter()
+            .map(|c| memory.regions[&c.output.as_ref().unwrap().0].clone())
+            .collect()
+    }
+
+    /// The even gather of `shapes` along `axis`, by definition.
+    fn gathered(shape: &[i32], members: usize, axis: usize, element: Element) -> Vec<u8> {
+        let (outer, extent, rest) = around(shape, axis);
+        let block = (extent * rest) as usize * element.size();
+        let len = shape.iter().product::<i32>() as usize;
+        let inputs: Vec<Vec<u8>> = (0..members).map(|m| input_bytes(m, len, element)).collect();
+        let mut out = Vec::new();
+        for row in 0..outer as usize {
+            for input in &inputs {
+                out.extend_from_slice(&input[row * block..(row + 1) * block]);
+            }
+        }
+        out
+    }
+
+    fn even(
+        planner: Planner,
+        element: Element,
+        axis: usize,
+        arrival: &[usize],
+    ) -> (Vec<Vec<u8>>, Vec<u8>) {
+        let shape = vec![2, 3, 5];
+        let n = arrival.len();
+        let mut out = shape.clone();
+        out[axis] *= n as i32;
+        let got = run(
+            planner,
+            element,
+            &vec![shape.clone(); n],
+            &vec![out; n],
+            &vec![vec![axis]; n],
+            arrival,
+        );
+        (got, gathered(&shape, n, axis, element))
+    }
+
+    #[test]
+    fn even_gathers_every_axis_and_element() {
+        for element in Element::ALL {
+            for axis in 0..3 {
+                let (got, want) = even(even_plan, element, axis, &[0, 1, 2]);
+                assert!(got.iter().all(|g| *g == want), "{element} axis {axis}");
+            }
+        }
+    }
+
+    #[test]
+    fn gather_defects_differ_only_where_they_should() {
+        for element in Element::ALL {
+            for axis in 0..3 {
+                let (got, want) = even(even_swapped, element, axis, &[0, 1, 2]);
+                assert_eq!(
+                    got.iter().all(|g| *g == want),
+                    axis != 1,
+                    "{element} axis {axis}"
+                );
+            }
+            let (got, want) = even(even_by_arrival, element, 1, &[0, 1, 2]);
+            assert!(
+                got.iter().all(|g| *g == want),
+                "{element}: arrival in member order"
+            );
+            let (got, want) = even(even_by_arrival, element, 1, &[2, 0, 1]);
+            assert!(
+                got.iter().all(|g| *g != want),
+                "{element}: arrival out of order"
+            );
+        }
+    }
+
+    #[test]
+    fn uneven_gather_all_to_all_and_broadcast_move_every_element_type() {
+        for element in Element::ALL {
+            // Uneven gather along the middle axis, counts 1, 3, 2.
+            let counts = [1usize, 3, 2];
+            let shapes: Vec<Vec<i32>> = counts.iter().map(|&c| vec![2, c as i32, 3]).collect();
+            let meta = vec![std::iter::once(1).chain(counts).collect::<Vec<_>>(); 3];
+            let got = run(
+                uneven_plan,
+                element,
+                &shapes,
+                &vec![vec![2, 6, 3]; 3],
+                &meta,
+                &[0, 1, 2],
+            );
+            let size = element.size();
+            let mut want = Vec::new();
+            for row in 0..2 {
+                for (m, &c) in counts.iter().enumerate() {
+                    let input = input_bytes(m, 2 * c * 3, element);
+                    let block = c * 3 * size;
+                    want.extend_from_slice(&input[row * block..(row + 1) * block]);
+                }
+            }
+            assert!(got.iter().all(|g| *g == want), "uneven {element}");
+
+            // All-to-all along axis 0 of [extent, 3]: member p sends
+            // sends[p][q] rows to q.
+            let sends = [[1usize, 2], [3, 1]];
+            let shapes: Vec<Vec<i32>> = sends
+                .iter()
+                .map(|s| vec![(s[0] + s[1]) as i32, 3])
+                .collect();
+            let outputs: Vec<Vec<i32>> = (0..2)
+                .map(|q| vec![(sends[0][q] + sends[1][q]) as i32, 3])
+                .collect();
+            let meta: Vec<Vec<usize>> = (0..2)
+                .map(|p| vec![0, sends[p][0], sends[p][1], sends[0][p], sends[1][p]])
+                .collect();
+            let got = run(all_to_all_plan, element, &shapes, &outputs, &meta, &[0, 1]);
+            for q in 0..2 {
+                let mut want = Vec::new();
+                for p in 0..2 {
+                    let input = input_bytes(p, (sends[p][0] + sends[p][1]) * 3, element);
+                    let before: usize = sends[p][..q].iter().sum();
+                    want.extend_from_slice(
+                        &input[before * 3 * size..(before + sends[p][q]) * 3 * size],
+                    );
+                }
+                assert_eq!(got[q], want, "all-to-all {element} to {q}");
+            }
+
+            // Broadcast of an odd length from the middle member.
+            let got = run(
+                broadcast_plan,
+                element,
+                &vec![vec![7]; 3],
+                &vec![vec![7]; 3],
+                &vec![vec![1]; 3],
+                &[0, 1, 2],
+            );
+            assert!(
+                got.iter().all(|g| *g == input_bytes(1, 7, element)),
+                "broadcast {element}"
+            );
+        }
+    }
+
+    #[test]
+    fn members_of_different_element_types_all_fail() {
+        let mut all = vec![Contribution::default(); 2];
+        all[1].element = Element::Bf16;
+        for c in &mut all {
+            c.input = Some((1 << 32, vec![4]));
+            c.output = Some((2 << 32, vec![4]));
+            c.meta = vec![0];
+        }
+        for planner in [sum_plan as Planner, even_plan, broadcast_plan] {
+            let plans = planner("test", &all);
+            assert!(plans
+                .iter()
+                .all(|p| matches!(p, Err(e) if e.to_string().contains("bf16"))));
+        }
+    }
+
+    #[test]
+    fn the_share_defect_leaves_the_first_share_right() {
+        let mut all = vec![Contribution::default(); 2];
+        for (m, c) in all.iter_mut().enumerate() {
+            c.input = Some(((m as u64 + 1) << 32, vec![600]));
+            c.output = Some(((m as u64 + 3) << 32, vec![600]));
+        }
+        let right = sum_plan("test", &all);
+        let wrong = sum_share_repeating("test", &all);
+        assert_eq!(right[0].as_ref().unwrap(), wrong[0].as_ref().unwrap());
+        assert_ne!(right[1].as_ref().unwrap(), wrong[1].as_ref().unwrap());
+        // Member 1's share begins past the first 256 elements only when the
+        // message is longer than one share.
+        assert_eq!(share(256, 2, 1), (256, 256));
+        assert_eq!(share(600, 2, 1), (512, 600));
     }
 }

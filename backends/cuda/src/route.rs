@@ -142,9 +142,10 @@ impl CudaRoute {
 }
 
 /// The exchange's plan: both ends get the message's address; the bundles
-/// must pair up value for value (count, shapes, header lengths; the header
-/// bytes themselves are compared on the device). A bundle that does not is
-/// the receiver's failure alone: the sender did send it.
+/// must pair up value for value (count, shapes, element types, header
+/// lengths; the header bytes themselves are compared on the device). A
+/// bundle that does not is the receiver's failure alone: the sender did
+/// send it.
 pub(crate) fn plan(
     operation: &'static str,
     all: &[Contribution],
@@ -176,6 +177,13 @@ fn pairs_up(
                 operation,
                 expected: format!("value {index} shaped {:?}", expected.1),
                 got: format!("shape {:?}", sent.1),
+            });
+        }
+        if sent.2 != expected.2 {
+            return Err(CudaError::Invalid {
+                operation,
+                expected: format!("value {index} of {}", expected.2),
+                got: format!("{} elements", sent.2),
             });
         }
         if sent.0.len() != expected.0.len() {

@@ -1,8 +1,11 @@
-//! Tensors: `f32` values in device memory, with the event after which
-//! they are ready. Construction, read-back, elementwise arithmetic, reshape
-//! and 2-D matrix multiplication are real (kernels on the context's
-//! stream); the rest of `eredu_nn::Tensor` fails with an error saying it is
-//! not provided (a communication backend never needs it).
+//! Tensors: values of one [`Element`] type (`f32`, `f16`, `bf16`) in
+//! device memory, with the event after which they are ready. Construction,
+//! read-back, elementwise arithmetic, reshape and 2-D matrix multiplication
+//! (`f32` only) are real (kernels on the context's stream); the rest of
+//! `eredu_nn::Tensor` fails with an error saying it is not provided (a
+//! communication backend never needs it). Communication moves every
+//! element type (bit for bit) and sums each (16-bit types in `f32`,
+//! rounded once).
 
 use crate::device::CudaDevice;
 use crate::error::CudaError;
@@ -37,9 +40,82 @@ pub(crate) fn elements(operation: &'static str, shape: &[i32]) -> Result<usize, 
     })
 }
 
+/// The element type of a [`CudaTensor`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Element {
+    /// IEEE 754 binary32.
+    #[default]
+    F32,
+    /// IEEE 754 binary16.
+    F16,
+    /// bfloat16 (the upper half of a binary32).
+    Bf16,
+}
+
+impl Element {
+    /// Every element type.
+    pub const ALL: [Element; 3] = [Element::F32, Element::F16, Element::Bf16];
+
+    /// Its name in messages (`f32`, `f16`, `bf16`).
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::F32 => "f32",
+            Self::F16 => "f16",
+            Self::Bf16 => "bf16",
+        }
+    }
+
+    /// Bytes per element.
+    pub const fn size(self) -> usize {
+        match self {
+            Self::F32 => 4,
+            Self::F16 | Self::Bf16 => 2,
+        }
+    }
+
+    /// Halves (16-bit units, the copy kernels' unit) per element.
+    pub(crate) const fn halves(self) -> u64 {
+        self.size() as u64 / 2
+    }
+
+    /// Its code in the kernels (`COMMCHECK_F32`, `_F16`, `_BF16`).
+    pub(crate) const fn code(self) -> u32 {
+        match self {
+            Self::F32 => 0,
+            Self::F16 => 1,
+            Self::Bf16 => 2,
+        }
+    }
+
+    /// Little-endian `bytes` of this type, widened to `f32`.
+    fn widen(self, bytes: &[u8]) -> Vec<f32> {
+        match self {
+            Self::F32 => bytes
+                .chunks_exact(4)
+                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                .collect(),
+            Self::F16 => bytes
+                .chunks_exact(2)
+                .map(|b| half::f16::from_le_bytes([b[0], b[1]]).to_f32())
+                .collect(),
+            Self::Bf16 => bytes
+                .chunks_exact(2)
+                .map(|b| half::bf16::from_le_bytes([b[0], b[1]]).to_f32())
+                .collect(),
+        }
+    }
+}
+
+impl std::fmt::Display for Element {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// The device buffer behind one or more tensors.
 pub(crate) struct Storage {
     memory: DeviceMemory,
+    element: Element,
     len: usize,
     ready: Mutex<Option<Arc<Event>>>,
     device: CudaDevice,
@@ -63,21 +139,28 @@ impl std::fmt::Debug for CudaTensor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CudaTensor")
             .field("storage", &self.storage.id)
+            .field("element", &self.storage.element)
             .field("shape", &self.shape)
             .finish()
     }
 }
 
 impl CudaTensor {
-    /// A tensor whose values a work item will write (ready with its event).
-    pub(crate) fn pending(device: &CudaDevice, shape: Vec<i32>) -> Result<Self, CudaError> {
+    /// A tensor of `element`s whose values a work item will write (ready
+    /// with its event).
+    pub(crate) fn pending(
+        device: &CudaDevice,
+        element: Element,
+        shape: Vec<i32>,
+    ) -> Result<Self, CudaError> {
         let len = elements("tensor allocation", &shape)?;
-        let memory = device.alloc(len.saturating_mul(4))?;
+        let memory = device.alloc(len.saturating_mul(element.size()))?;
         let id = device.next_id();
         device.storage_born(id);
         Ok(Self {
             storage: Arc::new(Storage {
                 memory,
+                element,
                 len,
                 ready: Mutex::new(None),
                 device: device.clone(),
@@ -101,22 +184,88 @@ impl CudaTensor {
                 got: format!("{} values", values.len()),
             });
         }
-        let tensor = Self::pending(device, shape.to_vec())?;
+        let tensor = Self::pending(device, Element::F32, shape.to_vec())?;
         if !values.is_empty() {
             tensor.storage.memory.write(values)?;
         }
         Ok(tensor)
     }
 
-    /// Its values, once ready (waits for its producer).
-    pub fn read(&self) -> Result<Vec<f32>, CudaError> {
-        if let Some(ready) = self.ready() {
-            ready.synchronize()?;
+    /// A tensor of `element`s whose little-endian bytes are `bytes` (copied
+    /// to the device before this returns): how `f16` and `bf16` tensors are
+    /// made (`half`'s `to_le_bytes` gives the bytes).
+    pub fn from_bytes(
+        device: &CudaDevice,
+        element: Element,
+        bytes: &[u8],
+        shape: &[i32],
+    ) -> Result<Self, CudaError> {
+        let len = elements("tensor from bytes", shape)?;
+        if Some(bytes.len()) != len.checked_mul(element.size()) {
+            return Err(CudaError::Invalid {
+                operation: "tensor from bytes",
+                expected: format!(
+                    "{len} {element} elements ({} bytes) for shape {shape:?}",
+                    len.saturating_mul(element.size())
+                ),
+                got: format!("{} bytes", bytes.len()),
+            });
         }
-        if self.storage.len == 0 {
+        let tensor = Self::pending(device, element, shape.to_vec())?;
+        if !bytes.is_empty() {
+            tensor.storage.memory.write(bytes)?;
+        }
+        Ok(tensor)
+    }
+
+    /// Its values widened to `f32` (exact for every element type), once
+    /// ready (waits for its producer).
+    pub fn read(&self) -> Result<Vec<f32>, CudaError> {
+        match self.storage.element {
+            Element::F32 => {
+                self.synchronize()?;
+                if self.storage.len == 0 {
+                    return Ok(Vec::new());
+                }
+                self.storage.memory.read::<f32>(self.storage.len)
+            }
+            element => Ok(element.widen(&self.read_bytes()?)),
+        }
+    }
+
+    /// Its little-endian bytes, once ready (waits for its producer).
+    pub fn read_bytes(&self) -> Result<Vec<u8>, CudaError> {
+        self.synchronize()?;
+        let bytes = self.storage.len * self.storage.element.size();
+        if bytes == 0 {
             return Ok(Vec::new());
         }
-        self.storage.memory.read::<f32>(self.storage.len)
+        self.storage.memory.read::<u8>(bytes)
+    }
+
+    fn synchronize(&self) -> Result<(), CudaError> {
+        match self.ready() {
+            Some(ready) => ready.synchronize(),
+            None => Ok(()),
+        }
+    }
+
+    /// Its element type.
+    pub fn element(&self) -> Element {
+        self.storage.element
+    }
+
+    /// `Ok` when it holds `f32`s; otherwise an error saying `operation`
+    /// takes `f32` tensors only.
+    fn require_f32(&self, operation: &'static str) -> Result<(), CudaError> {
+        match self.storage.element {
+            Element::F32 => Ok(()),
+            other => Err(CudaError::Invalid {
+                operation,
+                expected: "f32 tensors".into(),
+                got: format!("a {other} tensor"),
+            }),
+        }
     }
 
     /// The identity of its device buffer (the liveness probe's key).
@@ -175,7 +324,11 @@ impl CudaTensor {
             }
         }
         let run = || -> Result<Self, CudaError> {
-            let out = Self::pending(context.device(), self.shape.clone())?;
+            self.require_f32(operation)?;
+            if let Some(rhs) = rhs {
+                rhs.require_f32(operation)?;
+            }
+            let out = Self::pending(context.device(), Element::F32, self.shape.clone())?;
             let mut enqueue = context.begin(operation)?;
             enqueue.wait_for(self)?;
             if let Some(rhs) = rhs {
@@ -280,7 +433,9 @@ impl Tensor for CudaTensor {
             ));
         }
         let run = || -> Result<Self, CudaError> {
-            let out = Self::pending(context.device(), vec![m, n])?;
+            lhs.require_f32("matmul")?;
+            rhs.require_f32("matmul")?;
+            let out = Self::pending(context.device(), Element::F32, vec![m, n])?;
             let mut enqueue = context.begin("matmul")?;
             enqueue.wait_for(lhs)?;
             enqueue.wait_for(rhs)?;

@@ -89,14 +89,16 @@ fn copy_table(
     len: u64,
 ) -> Result<HostSlot, Failed> {
     let table = device.slot(64).map_err(fail)?;
+    // The table counts halves (16-bit units): two per `f32`.
+    let halves = 2 * len;
     let words = [
         1u64,
         source.address(),
         destination.address(),
         1,
-        len,
-        len,
-        len,
+        halves,
+        halves,
+        halves,
     ];
     let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
     table.write_bytes(&bytes).map_err(fail)?;
@@ -229,6 +231,7 @@ fn all_reduce_sum_on_stream_ranks(device: &CudaDevice) -> Result<(), Failed> {
                 count: ranks as u32,
                 begin,
                 end,
+                element: 0,
             };
             device
                 .launch(stream, launch, 0, error.address())
@@ -253,6 +256,86 @@ fn all_reduce_sum_on_stream_ranks(device: &CudaDevice) -> Result<(), Failed> {
             return Err(
                 format!("{ranks} stream-ranks: the error word says {}", error.load()).into(),
             );
+        }
+    }
+    Ok(())
+}
+
+/// 16-bit elements through the backend: the sum widens to `f32`, adds in
+/// member order and rounds once (bit for bit what `half` makes of the
+/// `f32` sum), past the first share; an odd-length gather and a broadcast
+/// move them bit for bit (the copies' 16-bit path).
+fn sixteen_bit_elements(device: &CudaDevice) -> Result<(), Failed> {
+    use commcheck_cuda::{CudaBackend, CudaExecutor, CudaGroup, CudaTensor, Element};
+    use eredu_core::Completion as _;
+    use eredu_runtime::backend::{BroadcastBackend, EvenGatherBackend, SumReductionBackend};
+    type Narrow = fn(f32) -> [u8; 2];
+    type Widen = fn([u8; 2]) -> f32;
+    let kinds: [(Element, Narrow, Widen); 2] = [
+        (
+            Element::F16,
+            |v| half::f16::from_f32(v).to_le_bytes(),
+            |b| half::f16::from_le_bytes(b).to_f32(),
+        ),
+        (
+            Element::Bf16,
+            |v| half::bf16::from_f32(v).to_le_bytes(),
+            |b| half::bf16::from_le_bytes(b).to_f32(),
+        ),
+    ];
+    for (element, narrow, widen) in kinds {
+        let ranks = 3;
+        let len = 1_001usize; // past the first 256-element share, odd
+        let inputs: Vec<Vec<u8>> = (0..ranks)
+            .map(|r| {
+                (0..len)
+                    .flat_map(|i| narrow(((i * 7 + r * 13) % 211) as f32 * 0.37 - 30.0))
+                    .collect()
+            })
+            .collect();
+        let groups = CudaGroup::create(device, ranks).map_err(fail)?;
+        let executors = (0..ranks)
+            .map(|_| CudaExecutor::new(device))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(fail)?;
+        let tensor = |bytes: &[u8], shape: &[i32]| {
+            CudaTensor::from_bytes(device, element, bytes, shape).map_err(fail)
+        };
+        let mut sums = Vec::new();
+        let mut gathers = Vec::new();
+        let mut broadcasts = Vec::new();
+        for r in 0..ranks {
+            let (group, executor) = (&groups[r], &executors[r]);
+            let value = tensor(&inputs[r], &[len as i32])?;
+            sums.push(CudaBackend::all_reduce_sum(value.clone(), group, executor).map_err(fail)?);
+            let odd = tensor(&inputs[r][..14], &[7])?;
+            gathers.push(CudaBackend::all_gather_even(odd, 0, group, executor).map_err(fail)?);
+            broadcasts.push(CudaBackend::broadcast(value, 1, group, executor).map_err(fail)?);
+        }
+        let pair = |bytes: &[u8], i: usize| [bytes[2 * i], bytes[2 * i + 1]];
+        let expected: Vec<u8> = (0..len)
+            .flat_map(|i| narrow((0..ranks).map(|r| widen(pair(&inputs[r], i))).sum()))
+            .collect();
+        let gathered: Vec<u8> = inputs
+            .iter()
+            .flat_map(|input| input[..14].to_vec())
+            .collect();
+        for r in 0..ranks {
+            for (what, submission, want) in [
+                ("sum", &sums[r], &expected),
+                ("gather", &gathers[r], &gathered),
+                ("broadcast", &broadcasts[r], &inputs[1]),
+            ] {
+                submission.completion.wait().map_err(fail)?;
+                let got = submission.output.read_bytes().map_err(fail)?;
+                if submission.output.element() != element || &got != want {
+                    return Err(format!(
+                        "{element} {what}: rank {r}'s output ({} tensor) differs from the expected bytes",
+                        submission.output.element()
+                    )
+                    .into());
+                }
+            }
         }
     }
     Ok(())
@@ -348,7 +431,7 @@ fn receive_checks_the_header(device: &CudaDevice) -> Result<(), Failed> {
             header_len: 4,
             expected: header.address(),
             payload: out.address(),
-            len: 4,
+            len: 8, // halves: four f32s
         };
         device
             .launch(&stream, receive, 0, error.address())
@@ -514,7 +597,7 @@ fn reports_the_device(device: &CudaDevice) -> Result<(), Failed> {
 fn main() {
     let mut args = Arguments::from_args();
     args.test_threads = Some(1);
-    let checks: [(&str, Check); 12] = [
+    let checks: [(&str, Check); 13] = [
         ("reports_the_device", reports_the_device),
         (
             "event_query_never_blocks_while_held",
@@ -529,6 +612,7 @@ fn main() {
             "all_reduce_sum_on_stream_ranks",
             all_reduce_sum_on_stream_ranks,
         ),
+        ("sixteen_bit_elements", sixteen_bit_elements),
         (
             "cancel_word_stops_a_running_kernel",
             cancel_word_stops_a_running_kernel,
