@@ -1,15 +1,21 @@
 #!/usr/bin/env bash
 # The template test. Copies templates/backend out of the checkout, as a vendor
-# would, with its commcheck dependencies pointing at this checkout, and runs
-# the vendor's documented path on it (its stand-in backend is the CPU
+# would, with its .cargo/config.toml pointing commcheck at this checkout, and
+# runs the vendor's documented path on it (its stand-in backend is the CPU
 # reference backend, so the template cannot rot):
-#   1. `cargo test` and `cargo nextest run --profile ci` (JUnit) give the same
+#   1. the README's blocks marked "check.sh runs this block", verbatim, with
+#      a commcheck-report built without the bundled backends on PATH: they
+#      leave a signed certification (report.json, its signature, junit.xml,
+#      summary.md, report.svg) and the certified/ baseline the workflow needs;
+#   2. `cargo test` ends with its closing summary (level, reasons, grid);
+#   3. `git add -A --dry-run` lists no key and no build output;
+#   4. `cargo test` and `cargo nextest run --profile ci` (JUnit) give the same
 #      pass and skipped counts, and `commcheck-report report` gives the same
 #      report (equal digests) from either run's records, with those counts;
-#   2. a commcheck-report built without the bundled backends makes a signed
-#      report that `verify --key` accepts, and rejects once edited;
-#   3. the template's fuzz target (fuzz/, the suite's harness compiled in) runs;
-#   4. a test file without `harness = false` fails, saying what to add.
+#   5. `verify --key` rejects the signed report once edited;
+#   6. the template's fuzz target (fuzz/, the suite's harness compiled in)
+#      runs from its seed corpus;
+#   7. a test file without `harness = false` fails, saying what to add.
 # Needs cargo-nextest 0.9.143 or later (JUnit `report-skipped`), and
 # cargo-fuzz with a nightly toolchain.
 # Exit status: 0 passed; 1 a check failed.
@@ -32,9 +38,17 @@ count() { # count REGEX FILE: the first number the regex's group 1 captures
 }
 
 cp -r "$root/templates/backend" "$crate"
-rm -rf "$crate/target" "$crate/Cargo.lock"
-sed -i "s|path = \"../../|path = \"$root/|" "$crate/Cargo.toml"
-grep -q "path = \"$root/kit\"" "$crate/Cargo.toml" || fail "the template's commcheck dependency is not a ../../kit path"
+rm -rf "$crate/target" "$crate/Cargo.lock" "$crate/fuzz/Cargo.lock"
+# One place says where commcheck comes from: point it at this checkout.
+sed -i "s|path = \"../../|path = \"$root/|" "$crate/.cargo/config.toml"
+grep -q "path = \"$root/kit\"" "$crate/.cargo/config.toml" || fail "the template's .cargo/config.toml does not patch commcheck to ../../kit"
+# The crate's target/ is the shared template target (dependencies built
+# once). Its CACHEDIR.TAG marks it as cargo's target directory: the suite
+# puts its records in target/commcheck/ of the nearest one above its binary.
+mkdir -p "$CARGO_TARGET_DIR"
+[ -f "$CARGO_TARGET_DIR/CACHEDIR.TAG" ] ||
+  echo "Signature: 8a477f597d28d172789f06886806bc55" >"$CARGO_TARGET_DIR/CACHEDIR.TAG"
+ln -s "$CARGO_TARGET_DIR" "$crate/target"
 
 step "commcheck-report without the bundled backends (default-features = false)"
 cargo build --quiet --manifest-path "$root/reports/Cargo.toml" --no-default-features --bin commcheck-report
@@ -42,16 +56,71 @@ report_tool="$CARGO_TARGET_DIR/debug/commcheck-report"
 if "$report_tool" certify cpu --out "$work/nothing" >/dev/null 2>&1; then
   fail "a build without the cpu feature certified the bundled CPU backend"
 fi
+# The README's commands call it by name, as installed.
+mkdir -p "$work/bin"
+ln -s "$report_tool" "$work/bin/commcheck-report"
+export PATH="$work/bin:$PATH"
+rm -rf "$CARGO_TARGET_DIR/commcheck/minimal" "$CARGO_TARGET_DIR/nextest"
 
-step "cargo test --test commcheck"
-(cd "$crate" && COMMCHECK_RESULTS_DIR="$work/records-test" cargo test --test commcheck) >"$work/test.log" 2>&1 ||
-  { tail -n 40 "$work/test.log"; fail "cargo test failed"; }
+# The README's blocks marked "check.sh runs this block", verbatim, one
+# command at a time in the crate's folder. After each run of the suite, its
+# records are kept aside, to compare the runners below.
+step "the README's commands, verbatim"
+python3 - "$crate/README.md" >"$work/readme-commands" <<'PY'
+import sys
+lines = open(sys.argv[1]).read().splitlines()
+marked = False
+inside = False
+for line in lines:
+    if line.strip() == "<!-- check.sh runs this block -->":
+        marked = True
+    elif marked and line.startswith("```") and not inside:
+        inside = True
+    elif inside and line.startswith("```"):
+        inside = marked = False
+    elif inside and line.strip():
+        print(line)
+PY
+[ "$(wc -l <"$work/readme-commands")" -ge 8 ] || fail "the README has fewer runnable commands than expected"
+n=0
+while IFS= read -r command; do
+  n=$((n + 1))
+  echo "\$ $command"
+  (cd "$crate" && bash -c "$command") >"$work/readme-$n.log" 2>&1 ||
+    { tail -n 40 "$work/readme-$n.log"; fail "the README's command failed: $command"; }
+  case "$command" in
+    "cargo test --test commcheck"*)
+      cp "$work/readme-$n.log" "$work/test.log"
+      cp -r "$CARGO_TARGET_DIR/commcheck/minimal" "$work/records-test" ;;
+    "cargo nextest run"*)
+      cp "$work/readme-$n.log" "$work/nextest.log"
+      cp -r "$CARGO_TARGET_DIR/commcheck/minimal" "$work/records-nextest" ;;
+  esac
+done <"$work/readme-commands"
+[ -f "$work/test.log" ] && [ -f "$work/nextest.log" ] || fail "the README runs no cargo test or no nextest"
+for file in report.json report.json.minisig junit.xml summary.md report.svg; do
+  [ -f "$crate/certification/$file" ] || fail "the README's commands left no certification/$file"
+done
+[ -f "$crate/certified/report.json" ] && [ -f "$crate/certified/release.pub" ] ||
+  fail "the README's commands do not make certified/report.json and certified/release.pub (the workflow needs them)"
+
+step "cargo test's closing summary"
+for said in "commcheck level: core" "commcheck: full is blocked by" "commcheck not-supported, by reason" \
+  "commcheck grid (invariant x subject)"; do
+  grep -qF "$said" "$work/test.log" || { tail -n 60 "$work/test.log"; fail "cargo test did not print \"$said\""; }
+done
+sed -n '/^commcheck level:/,$p' "$work/test.log" | head -n 12
+
+step "git add -A --dry-run: no key, no build output"
+(cd "$crate" && git init -q && git add -A --dry-run) >"$work/git-add.log"
+if grep -E "\.key'|'(.*/)?target(/|')|'certification/" "$work/git-add.log"; then
+  fail "git would add the files above (.gitignore)"
+fi
+echo "git would add $(wc -l <"$work/git-add.log") files, no key and no build output"
+
+step "the runners agree: cargo test, nextest (JUnit) and a report from each run's records"
 test_passed=$(count '^test result: ok\. ([0-9]+) passed.*' "$work/test.log")
 test_ignored=$(count '^test result: .* ([0-9]+) ignored.*' "$work/test.log")
-
-step "cargo nextest run --profile ci --test commcheck"
-(cd "$crate" && COMMCHECK_RESULTS_DIR="$work/records-nextest" cargo nextest run --profile ci --test commcheck) \
-  >"$work/nextest.log" 2>&1 || { tail -n 40 "$work/nextest.log"; fail "cargo nextest failed"; }
 nextest_passed=$(count '.*tests? run: ([0-9]+) passed.*' "$work/nextest.log")
 nextest_skipped=$(count '.*tests? run: .* ([0-9]+) skipped.*' "$work/nextest.log")
 junit="$crate/target/nextest/ci/junit.xml"
@@ -65,12 +134,9 @@ print(len(cases), skipped, failed)
 PY
 )
 junit_passed=$((junit_tests - junit_skipped - junit_failures))
-
-step "commcheck-report report, from each run's records"
 "$report_tool" report "$work/records-test" --out "$work/cert-test" --require core >"$work/report-test.log" ||
   { cat "$work/report-test.log"; fail "report from cargo test's records"; }
-"$report_tool" keygen --secret "$work/release.key" --public "$work/release.pub" >/dev/null
-"$report_tool" report "$work/records-nextest" --out "$work/cert-nextest" --require core --sign "$work/release.key" \
+"$report_tool" report "$work/records-nextest" --out "$work/cert-nextest" --require core \
   >"$work/report-nextest.log" || { cat "$work/report-nextest.log"; fail "report from nextest's records"; }
 read -r digest_test pass_test skipped_test level_test < <(python3 - "$work/cert-test/report.json" <<'PY'
 import json, sys
@@ -99,20 +165,19 @@ echo "equal reports: $digest_test"
 "$report_tool" diff "$work/cert-test/report.json" "$work/cert-nextest/report.json" >/dev/null ||
   fail "diff found a regression between two equal runs"
 
-step "verify --key"
-"$report_tool" verify "$work/cert-nextest/report.json" --key "$work/release.pub" ||
-  fail "verify --key rejected the signed report"
-sed -i '0,/"pass"/s//"fail"/' "$work/cert-nextest/report.json"
-if "$report_tool" verify "$work/cert-nextest/report.json" --key "$work/release.pub" >"$work/edited.log" 2>&1; then
+step "verify --key rejects an edited report (the README signed certification/)"
+cp "$crate/certification/report.json" "$crate/certification/report.json.minisig" "$work/"
+sed -i '0,/"pass"/s//"fail"/' "$work/report.json"
+if "$report_tool" verify "$work/report.json" --key "$crate/release.pub" >"$work/edited.log" 2>&1; then
   fail "verify --key accepted an edited report"
 fi
 echo "an edited report is rejected: $(head -n 2 "$work/edited.log" | tr '\n' ' ')"
 
 step "the fuzz target, on the suite's own harness (cargo +nightly fuzz, 10 s)"
 cargo +nightly fuzz --version >/dev/null 2>&1 || fail "cargo-fuzz on a nightly toolchain is needed (.ci/run installs it)"
-sed -i "s|path = \"../../../|path = \"$root/|" "$crate/fuzz/Cargo.toml"
-grep -q "path = \"$root/kit\"" "$crate/fuzz/Cargo.toml" || fail "the template's fuzz package does not depend on ../../../kit"
-mkdir -p "$work/fuzz-corpus"
+# A copy of the template's seed corpus (the checkout's stays as committed).
+ls "$crate/fuzz/corpus/sequence/"* >/dev/null 2>&1 || fail "the template's fuzz target has no seed corpus"
+cp -r "$crate/fuzz/corpus/sequence" "$work/fuzz-corpus"
 # The repository's fuzz packages share one target folder (the same dependencies, built once).
 (cd "$crate" && env -u CARGO_TARGET_DIR cargo +nightly fuzz run --sanitizer none --target-dir "$root/fuzz/target" \
   sequence "$work/fuzz-corpus" -- -max_total_time=10 -seed=1 -print_final_stats=1 -artifact_prefix="$work/") \

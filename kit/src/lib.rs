@@ -2,7 +2,7 @@
 //!
 //! A backend vendor implements one [`Harness`] for a small type of theirs and
 //! writes one `harness = false` test file; they get one named test per
-//! (invariant, subject) pair of SPEC.md, e.g. `CAN-5::all_reduce_sum`, each
+//! (invariant, subject) pair of INVARIANTS.md, e.g. `CAN-5::all_reduce_sum`, each
 //! proven able to fail by a planted defect of the CPU reference backend.
 //!
 //! ```toml
@@ -168,10 +168,34 @@
 //! commcheck::main!(Minimal);
 //! ```
 //!
-//! Verdicts are `pass`, `fail`, `not-supported` (shown as ignored, with its
-//! reason), `timeout`, `crash` and `flaky`. Every case runs under a watchdog
-//! on its own rank threads; a hang or a panic in backend code never stops the
-//! run. See [`settings`] for the environment variables.
+//! Verdicts are `pass`, `fail`, `not-supported`, `inconclusive` (the kit
+//! could not set up what the check needs, e.g. work it could not keep
+//! pending: neither a pass nor a failure of the invariant), `timeout`,
+//! `crash` and `flaky`. Every case runs under a watchdog on its own rank
+//! threads; a hang or a panic in backend code never stops the run. See
+//! [`settings`] for the environment variables.
+//!
+//! What each runner shows:
+//! - `cargo test`: one line per case. `pass` is `ok`; `fail`, `timeout`,
+//!   `crash`, `flaky` and `inconclusive` are `FAILED` with the message (and
+//!   the seed to replay); `not-supported` is `ignored`, with its reason when
+//!   it was found while running, bare when found before (libtest-mimic
+//!   cannot carry that reason). The run ends with a summary on stderr
+//!   ([`runner::closing`]): the level this run reaches and what blocks the
+//!   next one, the not-supported cases grouped by reason, the inconclusive
+//!   ones by setup reason, and the invariant × subject grid.
+//! - `cargo nextest run`: the same verdicts, a process per case; cases
+//!   not-supported before running are skipped (its JUnit says "does not
+//!   match the run-ignored option"); one found not-supported while running
+//!   fails, saying so (nextest cannot show a test that ran as skipped).
+//! - `commcheck-report report target/commcheck/<backend>`: the certification
+//!   (`report.json`, `junit.xml` with every reason, `summary.md`, and
+//!   `report.svg`, the grid coloured by verdict), from the records of
+//!   whichever runner ran the cases.
+//!
+//! The repository's `src/cpu.rs` (`commcheck_reference::cpu::CpuHarness`)
+//! is a fully instrumented harness, every optional method implemented; the
+//! CPU backend certifies `full` through it.
 //!
 //! Every case that runs leaves a record in a results directory
 //! (`target/commcheck/<backend>/` by default), whichever runner ran it: one

@@ -1,4 +1,4 @@
-//! The invariant catalogue of SPEC.md: IDs are the vocabulary of cases,
+//! The invariant catalogue (INVARIANTS.md, generated from it): IDs are the vocabulary of cases,
 //! results, reports and mutants.
 
 /// How an invariant can be observed.
@@ -35,7 +35,7 @@ pub fn invariant(id: &str) -> Option<&'static Invariant> {
     INVARIANTS.iter().find(|invariant| invariant.id == id)
 }
 
-/// Every invariant of SPEC.md, in SPEC order.
+/// Every invariant (INVARIANTS.md), in catalogue order.
 pub const INVARIANTS: &[Invariant] = &[
     Invariant { id: "RET-1", family: "RET", class: Class::I, text: "The completion from `submit_local_dependencies` keeps the native storage of every submitted tensor alive until exact completion or safe cancellation teardown, even after the caller dropped every handle.", source: "runtime `backend.rs` CommunicationBackend doc", evidence: "I" },
     Invariant { id: "RET-2", family: "RET", class: Class::I, text: "It also keeps the executor / stream alive (drop the owned executor right after submitting: the work still completes correctly).", source: "runtime `backend.rs` CommunicationBackend doc", evidence: "I (A in its weak form)" },
@@ -148,7 +148,7 @@ pub fn reference() -> String {
 
 /// One invariant as `commcheck-report explain` prints it.
 pub fn explain(invariant: &Invariant) -> String {
-    format!(
+    let mut text = format!(
         "{id} ({family}, class {class:?})\n\n{text}\n\nSource: {source}\nEvidence: {evidence}\n",
         id = invariant.id,
         family = invariant.family,
@@ -156,8 +156,99 @@ pub fn explain(invariant: &Invariant) -> String {
         text = invariant.text,
         source = invariant.source,
         evidence = invariant.evidence,
-    )
+    );
+    text.push('\n');
+    text.push_str(EVIDENCE_LEGEND);
+    let rows = evidence_rows(invariant.id);
+    if !rows.is_empty() {
+        text.push_str("\nIts cases (kit/EVIDENCE.md, \"What each invariant can use\"):\n");
+        for row in rows {
+            text.push_str(&format!(
+                "  on {}: {}; world sizes {}; passed with no instrument on the CPU personalities: {}\n",
+                row.subjects.replace('`', ""),
+                if row.instruments == "none" {
+                    "no instrument".to_owned()
+                } else {
+                    format!("needs the {}", row.instruments)
+                },
+                row.worlds,
+                if row.black_box.is_empty() {
+                    "none".to_owned()
+                } else {
+                    row.black_box.join(", ")
+                }
+            ));
+        }
+    }
+    text
 }
+
+/// What the evidence classes mean (`explain` prints it).
+pub const EVIDENCE_LEGEND: &str = "\
+Evidence classes: A, black-box through the public API on one rank; M, several
+ranks (a late peer keeps work pending); I, an instrument the harness provides
+(hold, liveness probe, resource ledger, fault injection, observer, wire log).
+A case whose evidence the harness cannot give is not-supported, never pass.
+";
+
+/// One row of EVIDENCE.md's table for an invariant.
+struct EvidenceRow {
+    subjects: String,
+    black_box: Vec<&'static str>,
+    instruments: String,
+    worlds: String,
+}
+
+/// The rows of kit/EVIDENCE.md's table for `id`: the subjects, the CPU
+/// personalities whose uninstrumented certification passed them, the
+/// instruments and the world sizes.
+fn evidence_rows(id: &str) -> Vec<EvidenceRow> {
+    const EVIDENCE: &str = include_str!("../EVIDENCE.md");
+    let table = EVIDENCE
+        .split("<!-- evidence-table:start -->")
+        .nth(1)
+        .and_then(|rest| rest.split("<!-- evidence-table:end -->").next())
+        .unwrap_or_default();
+    let mut lines = table.lines().filter(|l| l.starts_with('|'));
+    let header: Vec<&str> = lines
+        .next()
+        .unwrap_or_default()
+        .split('|')
+        .map(str::trim)
+        .collect();
+    lines
+        .filter_map(|line| {
+            let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+            if cells.get(1) != Some(&id) || cells.len() != header.len() {
+                return None;
+            }
+            let n = cells.len();
+            Some(EvidenceRow {
+                subjects: cells[3].to_owned(),
+                black_box: (4..n - 3)
+                    .filter(|&i| cells[i] == "yes")
+                    .filter_map(|i| {
+                        PERSONALITY_COLUMNS
+                            .iter()
+                            .copied()
+                            .find(|p| *p == header[i])
+                    })
+                    .collect(),
+                instruments: cells[n - 3].replace(" (all provided)", ""),
+                worlds: cells[n - 2].to_owned(),
+            })
+        })
+        .collect()
+}
+
+/// The personality columns of EVIDENCE.md's table.
+const PERSONALITY_COLUMNS: &[&str] = &[
+    "lazy",
+    "eager",
+    "collectives-cancel",
+    "unstoppable",
+    "no-clone",
+];
 
 /// The families, in SPEC order.
 pub const FAMILIES: &[&str] = &[
@@ -167,6 +258,21 @@ pub const FAMILIES: &[&str] = &[
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn explain_says_what_a_case_needs() {
+        let text = explain(invariant("CAN-5").expect("CAN-5"));
+        assert!(text.contains("Evidence classes: A, black-box"), "{text}");
+        assert!(
+            text.contains("on local_dependencies: needs the hold, liveness probe"),
+            "{text}"
+        );
+        let text = explain(invariant("SUM-1").expect("SUM-1"));
+        assert!(
+            text.contains("passed with no instrument on the CPU personalities: lazy"),
+            "{text}"
+        );
+    }
 
     #[test]
     fn ids_are_unique_and_families_known() {

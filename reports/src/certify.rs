@@ -34,6 +34,9 @@ pub const REPORT_FILE: &str = "report.json";
 pub const JUNIT_FILE: &str = "junit.xml";
 /// The Markdown summary.
 pub const SUMMARY_FILE: &str = "summary.md";
+
+/// The picture's file name (the invariant × subject grid, [`crate::picture`]).
+pub const PICTURE_FILE: &str = "report.svg";
 /// Case results streamed while the run goes on.
 pub const PARTIAL_FILE: &str = "report.partial.jsonl";
 
@@ -197,6 +200,8 @@ fn certify_by<H: Harness>(
         &(dyn Fn(&CaseResult, usize) + Sync),
     ) -> Result<commcheck::RunResults, CertifyError>,
 ) -> Result<Certification, CertifyError> {
+    // A bad `COMMCHECK_*` setting fails before anything is written.
+    commcheck::settings::Settings::from_env().map_err(|e| CertifyError(e.to_string()))?;
     std::fs::create_dir_all(&options.out).map_err(|e| io_error(&options.out, e))?;
     let must_pass = must_pass(&harness);
     let identity = harness.identity();
@@ -234,7 +239,7 @@ fn certify_by<H: Harness>(
     Ok(Certification { report, files })
 }
 
-/// Writes `report.json`, `junit.xml` and `summary.md` into `out`.
+/// Writes `report.json`, `junit.xml`, `summary.md` and `report.svg` into `out`.
 pub fn write_report(report: &Report, out: &Path) -> Result<Vec<PathBuf>, CertifyError> {
     let json = report
         .to_json()
@@ -244,6 +249,7 @@ pub fn write_report(report: &Report, out: &Path) -> Result<Vec<PathBuf>, Certify
         (REPORT_FILE, json),
         (JUNIT_FILE, junit),
         (SUMMARY_FILE, markdown::render(report)),
+        (PICTURE_FILE, crate::picture::svg(report)),
     ];
     let mut written = Vec::new();
     for (name, text) in files {

@@ -3,7 +3,7 @@
 //! ```toml
 //! # expectations.toml
 //! [[waiver]]
-//! invariant = "CAN-2"             # a SPEC.md ID
+//! invariant = "CAN-2"             # an invariant ID (INVARIANTS.md)
 //! subject = "all_reduce_sum"      # a case subject, or "*" for every subject
 //! reason = "deadline overshoot under load, see the issue"
 //! link = "https://tracker.example/issues/12"
@@ -206,7 +206,7 @@ impl Expectations {
             if !entry.invariant.is_empty() && commcheck::spec::invariant(&entry.invariant).is_none()
             {
                 problems.push(format!(
-                    "{source}:{}: waiver #{}: field `invariant`: `{}` is not a SPEC.md invariant ID \
+                    "{source}:{}: waiver #{}: field `invariant`: `{}` is not an invariant ID of INVARIANTS.md \
                      (expected e.g. `CAN-2`)",
                     at(&waiver.invariant),
                     index + 1,

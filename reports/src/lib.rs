@@ -94,6 +94,7 @@ pub mod fuzz;
 pub mod junit;
 pub mod markdown;
 pub mod model;
+pub mod picture;
 pub mod provenance;
 pub mod signature;
 pub mod verify;

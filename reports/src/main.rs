@@ -29,14 +29,17 @@ and writes, into DIR:
   report.json.minisig   its minisign signature, with --sign
   junit.xml             JUnit XML (not-supported and waived cases are <skipped>)
   summary.md            Markdown summary, capped at 1 MiB, for CI step summaries
+  report.svg            the invariant x subject grid, coloured by status (hover:
+                        each case's message); open it in a browser
   report.partial.jsonl  case results streamed as they finish; removed once the
                         files above are written (left behind = the run died)";
 
 const CERTIFY_AFTER: &str = "\
 Progress goes to stderr: one line rewritten in place on a terminal, otherwise
 (CI logs) a plain line every 25 cases and for each failing case.
-Environment (passed to the kit): COMMCHECK_SEED (base seed, recorded),
-COMMCHECK_CASE_TIMEOUT_MS (per-case watchdog, default 20000).
+Environment (passed to the kit, checked before anything is written):
+COMMCHECK_SEED (base seed, recorded), COMMCHECK_CASE_TIMEOUT_MS (per-case
+watchdog, default 20000), COMMCHECK_JOBS (cases run at once, default 2).
 Exit status: 0 level reached; 1 not reached; 2 usage or I/O error (a rejected
 expectations file or an unusable --sign key is reported before the run).";
 
@@ -97,6 +100,7 @@ fields aside. Writes into DIR the same files as `certify`:
   report.json.minisig   its minisign signature, with --sign
   junit.xml             JUnit XML (not-supported and waived cases are <skipped>)
   summary.md            Markdown summary, capped at 1 MiB
+  report.svg            the invariant x subject grid, coloured by status
 A partial run (cases of the catalogue with no record) gives a report whose
 level is `none` and whose provenance says it is partial, naming the missing
 cases and those whose process died while they ran.";
@@ -186,8 +190,9 @@ struct ReportArgs {
 /// `report`).
 #[derive(Args)]
 struct OutputArgs {
-    /// Output folder, relative to the current directory (created if needed)
-    #[arg(long, value_name = "DIR", default_value = "reports/out")]
+    /// Output folder, relative to the current directory (created if
+    /// needed); by default a fresh one under target/, never a checked-in one
+    #[arg(long, value_name = "DIR", default_value = "target/commcheck-report")]
     out: PathBuf,
     /// TOML waivers: [[waiver]] invariant, subject, reason, link
     #[arg(long, value_name = "FILE")]
@@ -339,6 +344,19 @@ fn run_report(args: &ReportArgs) -> Result<ExitCode, Usage> {
             "commcheck-report: left out {count} record(s) of an earlier run ({run}): another seed, \
              backend version, claims or kit version"
         );
+        // Runs under one seed merge: say which seed keeps the earlier one.
+        let header = args.records.join("runs").join(format!("{run}.json"));
+        let seed = std::fs::read_to_string(&header)
+            .ok()
+            .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
+            .and_then(|value| value.get("seed").and_then(serde_json::Value::as_u64));
+        if let (Some(seed), false) = (seed, made.collected.is_whole()) {
+            eprintln!(
+                "commcheck-report: to rerun some cases and keep that run's other records, rerun \
+                 them under its seed (records of runs with one seed merge): \
+                 COMMCHECK_SEED={seed} cargo test --test <your suite> -- <filters>"
+            );
+        }
     }
     std::fs::create_dir_all(&output.options.out)
         .map_err(|error| Usage(format!("{}: {error}", output.options.out.display())))?;

@@ -9,8 +9,8 @@ use std::collections::{BTreeMap, HashMap};
 
 use commcheck::spec::Class;
 use commcheck::{
-    Attributed, Calibration, Case, CaseResult, Evidence, Harness, Identity, Instruments, Operation,
-    RunResults, Subject, Verdict,
+    Attributed, Calibration, CaseResult, Evidence, Identity, Instruments, Operation, RunResults,
+    Subject, Verdict,
 };
 use serde::{Deserialize, Serialize};
 
@@ -119,81 +119,35 @@ impl std::fmt::Display for Status {
     }
 }
 
-/// The certification level a report reaches (SPEC.md, "Statuses").
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Level {
-    /// Some class-A or class-M must-pass case does not certify.
-    None,
-    /// Every class-A and class-M must-pass case certifies.
-    Core,
-    /// Every must-pass case certifies, instrumented (class I) ones included.
-    Full,
-}
+use commcheck::runner::level::Graded;
+pub use commcheck::runner::level::{is_claimed, must_pass, Level};
 
-impl Level {
-    /// The level as reports spell it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::None => "none",
-            Self::Core => "core",
-            Self::Full => "full",
-        }
+/// A report's case as a level sees it: a pass or an unexpected pass
+/// certifies ([`Status::certifies`]); a failure or a waived one fails.
+impl Graded for ReportCase {
+    fn name(&self) -> &str {
+        &self.name
     }
-
-    /// Parses `none`, `core` or `full`.
-    pub fn parse(text: &str) -> Option<Self> {
-        match text {
-            "none" => Some(Self::None),
-            "core" => Some(Self::Core),
-            "full" => Some(Self::Full),
-            _ => None,
-        }
+    fn invariant(&self) -> &str {
+        &self.invariant
     }
-
-    /// Whether the level asks `class` invariants to certify.
-    pub fn requires(self, class: Class) -> bool {
-        match self {
-            Self::None => false,
-            Self::Core => matches!(class, Class::A | Class::M),
-            Self::Full => true,
-        }
+    fn class(&self) -> Class {
+        self.class
     }
-
-    /// The level `cases` reach against `must_pass`: `full` when every
-    /// must-pass case has exactly one result and it certifies
-    /// ([`Status::certifies`]); `core` when that holds for every must-pass
-    /// case of class A or M; `none` otherwise. A must-pass case without
-    /// exactly one result blocks both levels, and so does a violation a case
-    /// recorded for another invariant when no case of that invariant failed
-    /// ([`unresolved_attributions`]).
-    pub fn reached(must_pass: &[String], cases: &[ReportCase]) -> Self {
-        Self::reached_by(must_pass, cases, Status::certifies)
+    fn certifies(&self) -> bool {
+        self.status.certifies()
     }
-
-    /// [`Level::reached`] with `certifies` deciding which statuses count.
-    fn reached_by(
-        must_pass: &[String],
-        cases: &[ReportCase],
-        certifies: impl Fn(Status) -> bool,
-    ) -> Self {
-        // Nothing seen is lost: a violation the kit recorded for another
-        // invariant than the case's own must fail a case of that invariant.
-        if !unresolved_attributions(cases).is_empty() {
-            return Self::None;
-        }
-        let results = sole_results(cases);
-        let mut level = Self::Full;
-        for name in must_pass {
-            match results.get(name.as_str()) {
-                Some(Some(case)) if certifies(case.status) => {}
-                Some(Some(case)) if !Self::Core.requires(case.class) => {
-                    level = level.min(Self::Core);
-                }
-                _ => return Self::None,
-            }
-        }
-        level
+    fn fails(&self) -> bool {
+        self.status.is_failure() || self.status == Status::Waived
+    }
+    fn attributed(&self) -> &[Attributed] {
+        &self.attributed
+    }
+    fn verdict(&self) -> Verdict {
+        self.verdict
+    }
+    fn message(&self) -> Option<&str> {
+        self.message.as_deref()
     }
 }
 
@@ -203,41 +157,16 @@ impl Level {
 /// `none` ([`Level::reached`]), whatever its cases' statuses: each is
 /// `(case name, attributed invariant, message)`.
 pub fn unresolved_attributions(cases: &[ReportCase]) -> Vec<(&str, &str, &str)> {
-    let failed: std::collections::HashSet<&str> = cases
-        .iter()
-        .filter(|case| case.status.is_failure() || case.status == Status::Waived)
-        .map(|case| case.invariant.as_str())
-        .collect();
-    cases
-        .iter()
-        .flat_map(|case| {
-            case.attributed
-                .iter()
-                .map(move |seen| (case.name.as_str(), seen))
-        })
-        .filter(|(_, seen)| !failed.contains(seen.invariant.as_str()))
+    commcheck::runner::level::unresolved(cases)
+        .into_iter()
         .map(|(name, seen)| (name, seen.invariant.as_str(), seen.message.as_str()))
         .collect()
 }
 
 /// Each case name of `cases` with its result: `Some` for a name with
-/// exactly one result, `None` for a name with several (one pass over the
-/// cases, so a long list of names is looked up in linear time).
+/// exactly one result, `None` for a name with several.
 pub(crate) fn sole_results(cases: &[ReportCase]) -> HashMap<&str, Option<&ReportCase>> {
-    let mut results: HashMap<&str, Option<&ReportCase>> = HashMap::with_capacity(cases.len());
-    for case in cases {
-        results
-            .entry(case.name.as_str())
-            .and_modify(|sole| *sole = None)
-            .or_insert(Some(case));
-    }
-    results
-}
-
-impl std::fmt::Display for Level {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
+    commcheck::runner::level::sole_results(cases)
 }
 
 /// A waiver as a report records it on the case it applies to.
@@ -438,8 +367,8 @@ impl Report {
     /// shown as `full-with-waivers (8)`, never as `full`.
     pub fn with_waivers(&self) -> Option<(Level, usize)> {
         let waived = self.count(Status::Waived);
-        let level = Level::reached_by(&self.must_pass, &self.cases, |status| {
-            status.certifies() || status == Status::Waived
+        let level = Level::reached_by(&self.must_pass, &self.cases, |case| {
+            case.status.certifies() || case.status == Status::Waived
         });
         (waived > 0 && level > self.level).then_some((level, waived))
     }
@@ -452,24 +381,6 @@ impl Report {
             None => self.level.to_string(),
         }
     }
-}
-
-/// The must-pass list of this kit version for `harness`: the names of every
-/// catalogue case whose subject is claimed (every non-operation subject, and
-/// each operation the harness claims) and that is not about a cancellation
-/// mode the backend does not claim ([`Case::unclaimed`]), in catalogue order.
-pub fn must_pass<H: Harness>(harness: &H) -> Vec<String> {
-    let claims = harness.claims().operations();
-    commcheck::catalogue(harness)
-        .iter()
-        .filter(|case| is_claimed(case.subject(), &claims) && !case.unclaimed())
-        .map(Case::name)
-        .collect()
-}
-
-/// Whether `subject` is claimed given the claimed operations.
-pub fn is_claimed(subject: Subject, claims: &[Operation]) -> bool {
-    subject.operation().is_none_or(|op| claims.contains(&op))
 }
 
 impl Report {

@@ -14,7 +14,7 @@
 //!    matches the case (see [`crate::canonical`]);
 //! 4. every member has the right shape (no unknown member, no missing one);
 //! 5. each case is coherent: name = `<invariant>::<subject>`, family and
-//!    class as SPEC.md states them (for a report of this kit version),
+//!    class as INVARIANTS.md states them (for a report of this kit version),
 //!    status = [`Status::of`] its verdict and waiver, a message for every
 //!    verdict but `pass`, at least one attempt, and every waiver (on a case
 //!    or unused) has a reason and a link;

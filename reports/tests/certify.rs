@@ -2,7 +2,9 @@
 //! the library, on a small selection of cases.
 
 use commcheck_reference::cpu::CpuHarness;
-use commcheck_report::certify::{JUNIT_FILE, PARTIAL_FILE, REPORT_FILE, SUMMARY_FILE};
+use commcheck_report::certify::{
+    JUNIT_FILE, PARTIAL_FILE, PICTURE_FILE, REPORT_FILE, SUMMARY_FILE,
+};
 use commcheck_report::{certify, CertifyOptions, Level, Status};
 use serde_json::Value;
 
@@ -28,7 +30,7 @@ fn certify_cpu_on_a_small_selection() {
         .iter()
         .filter_map(|p| p.file_name())
         .collect();
-    assert_eq!(files, [REPORT_FILE, JUNIT_FILE, SUMMARY_FILE]);
+    assert_eq!(files, [REPORT_FILE, JUNIT_FILE, SUMMARY_FILE, PICTURE_FILE]);
 
     // The selected cases ran and passed on the correct backend.
     assert!(!report.cases.is_empty());

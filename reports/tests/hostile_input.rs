@@ -1152,7 +1152,7 @@ fn cli_hostile_expectations_files_exit_2_before_any_run() {
             "bom.toml",
             format!("{BOM}[[waiver]]\ninvariant = \"NOPE-1\"\nsubject = \"*\"\nreason = \"r\"\nlink = \"l\"\n"),
         ),
-        ":2: waiver #1: field `invariant`: `NOPE-1` is not a SPEC.md invariant ID",
+        ":2: waiver #1: field `invariant`: `NOPE-1` is not an invariant ID of INVARIANTS.md",
     ));
     for (path, why) in files {
         let (code, _, err) = cli(&[

@@ -4,7 +4,7 @@
 //! provided, against the CPU reference backend with each planted defect in
 //! turn. A defect must fail at least one case of the invariant it breaks, and
 //! the invariants whose cases fail must be its own plus the overlaps declared
-//! in [`OVERLAPS`], each justified by SPEC.md's wording. `inconclusive`
+//! in [`OVERLAPS`], each justified by the contract's wording (INVARIANTS.md). `inconclusive`
 //! verdicts and violations attributed to other invariants are shown, but
 //! blame nothing. Run with `--nocapture` to see the matrix.
 //!

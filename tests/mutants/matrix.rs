@@ -9,7 +9,7 @@ use commcheck::{CaseResult, RunResults, Verdict};
 use commcheck_cpu::Defect;
 
 /// Invariants a defect may fail besides its own: `(defect, ID, why)`, where
-/// *why* quotes the SPEC.md wording that makes the defect a violation of
+/// *why* quotes the contract's wording (INVARIANTS.md) that makes the defect a violation of
 /// that invariant too. Only overlaps the SPEC implies belong here; any other
 /// cross-ID failure means a check blames the wrong invariant.
 pub const OVERLAPS: &[(Defect, &str, &str)] = &[

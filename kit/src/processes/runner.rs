@@ -232,6 +232,7 @@ pub fn main_across<H: Harness>(processes: Processes, harness: H) -> ! {
             }
         }
     };
+    let must_pass = crate::runner::level::must_pass(&*harness);
     let (conclusion, cases) = run_trials(cases, base, &args, records.clone(), exec, done);
     control.broadcast(&Message::Done);
     if let Some(cases) = cases {
@@ -240,6 +241,7 @@ pub fn main_across<H: Harness>(processes: Processes, harness: H) -> ! {
             records.as_deref(),
             &settings,
             &args,
+            &must_pass,
         );
     }
     processes.exit(if conclusion.has_failed() { 101 } else { 0 })

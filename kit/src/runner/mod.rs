@@ -8,13 +8,20 @@
 //!
 //! Cases not-supported before anything runs (an unclaimed operation, a
 //! missing instrument for the whole check or for a part of it, an unbuilt
-//! world size) are listed ignored, with their reason, so every runner shows
-//! them skipped. Each case that runs writes its record to the results
-//! directory ([`records`]), so that the records of any runner merge into one
-//! run.
+//! world size) are listed ignored, so every runner shows them skipped; a
+//! case found not-supported while it runs is ignored with its reason.
+//! libtest-mimic (0.8) cannot attach a reason to a test ignored before it
+//! runs, so `cargo test` prints those as a bare `ignored`: the run's
+//! closing summary on stderr ([`closing`]) gives every reason, grouped, with
+//! the level the run reaches, what blocks the next one, and the invariant ×
+//! subject grid ([`grid`]). Each case that runs writes its record to the
+//! results directory ([`records`]), so that the records of any runner merge
+//! into one run.
 
 pub mod decided;
+pub mod grid;
 mod isolation;
+pub mod level;
 pub mod records;
 pub mod results;
 
@@ -391,10 +398,11 @@ pub fn main<H: Harness>(harness: H) -> ! {
     if isolation::is_child() {
         isolation::child_main(harness, &args, settings.case_timeout);
     }
+    let must_pass = level::must_pass(&harness);
     let (conclusion, results, records) = run_with_settings(harness, &args, &filters, &settings);
     if !args.list {
         if let Some(results) = results {
-            report(&results, records.as_deref(), &settings, &args);
+            report(&results, records.as_deref(), &settings, &args, &must_pass);
         }
     }
     conclusion.exit()
@@ -512,6 +520,7 @@ pub(crate) fn report(
     records: Option<&Records>,
     settings: &Settings,
     args: &Arguments,
+    must_pass: &[String],
 ) {
     let json = matches!(args.format, Some(libtest_mimic::FormatSetting::Json));
     let say = |line: String| {
@@ -543,6 +552,82 @@ pub(crate) fn report(
         Some(Err(error)) => eprintln!("commcheck: {error}"),
         None => {}
     }
+    eprint!("{}", closing(results, must_pass));
+}
+
+/// The closing summary of a run, for stderr: the level this run reaches
+/// and what blocks the next one, the not-supported cases grouped by reason
+/// and the inconclusive ones by setup reason (libtest lists a case found
+/// not-supported before it runs as a bare `ignored`: libtest-mimic cannot
+/// carry a reason for it), and the invariant × subject grid.
+pub fn closing(results: &RunResults, must_pass: &[String]) -> String {
+    let mut text = String::new();
+    let ran: std::collections::HashSet<&str> =
+        results.cases.iter().map(|c| c.name.as_str()).collect();
+    let absent = must_pass
+        .iter()
+        .filter(|n| !ran.contains(n.as_str()))
+        .count();
+    if absent > 0 {
+        text.push_str(&format!(
+            "commcheck level: not assessed: this run has {} of the {} must-pass cases (a filtered \
+             run, or one shard); `commcheck-report report` merges the records of every run with \
+             one COMMCHECK_SEED into one certification\n",
+            must_pass.len() - absent,
+            must_pass.len()
+        ));
+    } else {
+        let reached = level::Level::reached(must_pass, &results.cases);
+        text.push_str(&format!(
+            "commcheck level: {reached} ({} must-pass cases; `commcheck-report report` makes the \
+             signed certification)\n",
+            must_pass.len()
+        ));
+        let blockers = level::blockers(must_pass, &results.cases);
+        if !blockers.is_empty() {
+            let next = if reached == level::Level::None {
+                "core"
+            } else {
+                "full"
+            };
+            text.push_str(&format!("commcheck: {next} is blocked by:\n"));
+            for line in blockers {
+                text.push_str(&format!("  - {line}\n"));
+            }
+        }
+    }
+    for (verdict, what) in [
+        (Verdict::NotSupported, "not-supported, by reason"),
+        (Verdict::Inconclusive, "inconclusive, by setup reason"),
+    ] {
+        let mut groups: Vec<(String, usize)> = Vec::new();
+        for case in results.cases.iter().filter(|c| c.verdict == verdict) {
+            let message = case.message.as_deref().unwrap_or("(no reason given)");
+            let key = if verdict == Verdict::Inconclusive {
+                decided::inconclusive_reason(message).to_owned()
+            } else {
+                message.to_owned()
+            };
+            match groups.iter_mut().find(|(k, _)| *k == key) {
+                Some((_, count)) => *count += 1,
+                None => groups.push((key, 1)),
+            }
+        }
+        if groups.is_empty() {
+            continue;
+        }
+        groups.sort_by_key(|g| std::cmp::Reverse(g.1));
+        let total: usize = groups.iter().map(|g| g.1).sum();
+        text.push_str(&format!("commcheck {what} ({total} cases):\n"));
+        for (reason, count) in groups {
+            text.push_str(&format!("  {count:>4}  {reason}\n"));
+        }
+    }
+    text.push_str("commcheck grid (invariant x subject):\n");
+    for line in grid::Grid::of_results(results).to_text().lines() {
+        text.push_str(&format!("  {line}\n"));
+    }
+    text
 }
 
 /// Writes the whole-run file `COMMCHECK_RESULTS` names, if it names one;
