@@ -245,16 +245,24 @@ struct SummaryArgs {
     /// The report to summarise
     #[arg(value_name = "report.json")]
     report: PathBuf,
-    /// Largest summary to print, in bytes
+    /// Largest summary to print, in bytes (at least 4096: the heading and
+    /// the note saying what was cut need that much)
     #[arg(long, value_name = "N", default_value_t = SUMMARY_CAP, value_parser = parse_bytes)]
     max_bytes: usize,
 }
 
-/// `--max-bytes`: a whole number of bytes.
+/// `--max-bytes`: a whole number of bytes, at least [`markdown::MIN_CAP`].
 fn parse_bytes(text: &str) -> Result<usize, String> {
-    text.parse().map_err(|_| {
+    let bytes: usize = text.parse().map_err(|_| {
         format!("expected a number of bytes (a whole number such as {SUMMARY_CAP}), got `{text}`")
-    })
+    })?;
+    if bytes < markdown::MIN_CAP {
+        return Err(format!(
+            "expected at least {} bytes (the heading and the note saying what was cut), got {bytes}",
+            markdown::MIN_CAP
+        ));
+    }
+    Ok(bytes)
 }
 
 #[derive(Args)]

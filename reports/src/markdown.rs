@@ -20,6 +20,10 @@ use crate::model::{Report, ReportCase, Status};
 /// Default size cap of the summary, in bytes.
 pub const SUMMARY_CAP: usize = 1024 * 1024;
 
+/// The smallest cap `summary --max-bytes` accepts: room for the heading and
+/// the note naming what was cut (a smaller cap could not be kept).
+pub const MIN_CAP: usize = 4096;
+
 /// Longest message shown in a table cell, in characters.
 pub const MESSAGE_CHARS: usize = 400;
 

@@ -113,6 +113,12 @@ fn help_exits_0_and_usage_errors_exit_2_naming_the_option() {
         err.contains("--max-bytes") && err.contains("expected a number of bytes"),
         "{err}"
     );
+    let (code, out, err) = cli(&["summary", "report.json", "--max-bytes", "10"]);
+    assert_eq!(code, Some(2), "{out}");
+    assert!(
+        err.contains("--max-bytes") && err.contains("expected at least 4096 bytes"),
+        "{err}"
+    );
     for args in [
         &["frobnicate"][..],
         &["verify"],

@@ -76,8 +76,8 @@ pub enum ProcessError {
 }
 
 /// The processes of one launch, seen from one of them: built by
-/// [`Processes::from_mpi`] under `mpirun`, or [`Processes::connect`] from
-/// addresses another launcher exchanged.
+/// `Processes::from_mpi` under `mpirun` (with the `mpi` feature), or
+/// [`Processes::connect`] from addresses another launcher exchanged.
 pub struct Processes {
     control: Arc<Control>,
     #[cfg(feature = "mpi")]
@@ -112,7 +112,8 @@ impl Processes {
 
     /// Connects this process, rank `rank`, to the others: `addresses[r]` is
     /// the address of rank `r`'s `listener` (a launcher other than MPI
-    /// exchanges them; [`Processes::from_mpi`] does it with MPI).
+    /// exchanges them; `Processes::from_mpi`, with the `mpi` feature, does it
+    /// with MPI).
     pub fn connect(
         listener: Listener,
         rank: usize,

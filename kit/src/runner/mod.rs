@@ -393,8 +393,12 @@ pub(crate) fn summary<H: Harness>(harness: &H, seed: u64, cases: Vec<CaseResult>
 /// A bad `COMMCHECK_*` setting ends it at once with status 2, naming the
 /// variable.
 pub fn main<H: Harness>(harness: H) -> ! {
-    let (args, filters) = command_line();
+    let (mut args, filters) = command_line();
     let settings = settings_or_exit();
+    // COMMCHECK_JOBS applies here too, unless libtest's --test-threads says.
+    if args.test_threads.is_none() && std::env::var_os("COMMCHECK_JOBS").is_some() {
+        args.test_threads = Some(settings.jobs);
+    }
     if isolation::is_child() {
         isolation::child_main(harness, &args, settings.case_timeout);
     }
