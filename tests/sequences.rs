@@ -433,7 +433,17 @@ fn mutants_are_found_and_named() {
             sequence.len(),
             started.elapsed()
         );
-        if divergence.id != Some(id) {
+        // Outputs the caller still holds when it drops the completion are
+        // freed at the caller's own drop of them under both RET-4 (the
+        // completion's drop released them) and RET-5 (they were never
+        // retained): the model names RET-4 for such a sequence, and whether
+        // the search lands on one depends on when the work completes (the
+        // machine's load). Either name is a violation the evidence shows.
+        let also = match defect {
+            Defect::OutputNotRetained => Some("RET-4"),
+            _ => None,
+        };
+        if divergence.id != Some(id) && (also.is_none() || divergence.id != also) {
             wrong.push(format!("{defect}: expected {id}, got {divergence}"));
         }
     }
