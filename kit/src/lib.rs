@@ -209,6 +209,7 @@
 /// Version of this kit; certification reports record it.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
+pub mod build;
 pub mod case;
 mod catalogue;
 pub mod check;

@@ -103,6 +103,12 @@ fn properties(report: &Report) -> Vec<Property> {
     properties.extend([
         ("rustc".to_owned(), p.rustc.clone()),
         (
+            "target".to_owned(),
+            p.target
+                .clone()
+                .unwrap_or_else(|| "not recorded".to_owned()),
+        ),
+        (
             "git_revision".to_owned(),
             p.git_revision.clone().unwrap_or_else(|| "none".to_owned()),
         ),

@@ -16,7 +16,8 @@
 //!   "provenance": {
 //!     "kit_version", "results_schema", "tool",
 //!     "eredu": { "eredu-core": "0.5.0", "eredu-nn": …, "eredu-runtime": … },
-//!     "rustc": "rustc 1.x.y (…)", "git_revision": "<hex>" | null,
+//!     "rustc": "rustc 1.x.y (…)", "target": "x86_64-unknown-linux-gnu" (optional),
+//!     "git_revision": "<hex>" | null,
 //!     "host": { "hostname", "os", "arch", "cpus" },
 //!     "backend": { "name", "version", "device" },
 //!     "instruments": { "hold", "probe", "ledger", "fault", "observer", "wire_log" },

@@ -396,6 +396,10 @@ fn provenance(report: &Report) -> Option<Section> {
     rows.extend([
         vec!["rustc".to_owned(), cell(&p.rustc)],
         vec![
+            "target".to_owned(),
+            cell(p.target.as_deref().unwrap_or("not recorded")),
+        ],
+        vec![
             "git revision".to_owned(),
             code(p.git_revision.as_deref().unwrap_or("none")),
         ],

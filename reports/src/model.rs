@@ -284,10 +284,16 @@ pub struct Provenance {
     pub results_schema: u32,
     /// `commcheck-report <version>` that wrote the report.
     pub tool: String,
-    /// Resolved versions of `eredu-core`, `eredu-runtime`, `eredu-nn`.
+    /// Resolved versions of `eredu-core`, `eredu-runtime`, `eredu-nn` in the
+    /// build of the binary that ran the cases.
     pub eredu: BTreeMap<String, String>,
-    /// `rustc -V` of the compiler that built the tool (and the kit).
+    /// `rustc -V` of the compiler that built the binary that ran the cases
+    /// (the tool's own for results that do not say).
     pub rustc: String,
+    /// The target triple of that binary (absent in reports made from
+    /// results that do not say).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
     /// `git rev-parse HEAD` of the working directory, when it is a checkout.
     pub git_revision: Option<String>,
     /// Where the run happened.

@@ -1,21 +1,12 @@
 //! Provenance: what a report records about where it comes from.
 //!
-//! Build time (see `build.rs`): the resolved `eredu-core`, `eredu-runtime`
-//! and `eredu-nn` versions, and `rustc -V`. The versions come from the
-//! `Cargo.lock` of the build that compiles this crate (a vendor's own lock
-//! when they depend on `commcheck-report`), the first that lists
-//! `commcheck-report` at this version among:
-//! 1. the file named by the `COMMCHECK_REPORT_LOCKFILE` environment variable
-//!    at build time, when set (for a target directory outside the
-//!    workspace, such as a shared `CARGO_TARGET_DIR`);
-//! 2. `Cargo.lock` in the build's `OUT_DIR` or a folder above it (the
-//!    target directory, by default `target/` beside the consumer's lock);
-//! 3. `Cargo.lock` in this crate's folder or a folder above it (commcheck's
-//!    own workspace, or the lock packaged with the crate).
-//!
-//! Only the eredu packages that `commcheck-report` reaches through its
-//! dependencies in that lock count; a crate not found is recorded as
-//! `unknown` (the build never fails for it).
+//! From the run ([`commcheck::build::Build`], recorded by the binary that ran
+//! the cases: a vendor's test binary for `report`, this tool for `certify`):
+//! the compiler (`rustc -V`, nightly when the suite ran under nightly), the
+//! target, and the resolved `eredu-core`, `eredu-runtime` and `eredu-nn`
+//! versions of that build (the kit's build script reads them from the
+//! build's own `Cargo.lock`; `unknown` when not found). Results of kits
+//! that did not record their build fall back to this tool's own.
 //! Run time: host name, OS, architecture, CPU count, `git rev-parse HEAD` of
 //! the working directory (absent when it is not a git checkout), the time.
 //! From the run: kit version, backend identity, instruments, claims, seed.
@@ -27,17 +18,10 @@ use commcheck::RunResults;
 
 use crate::model::{Host, Provenance};
 
-/// The eredu crates this build links, with their resolved versions (from
-/// the build's `Cargo.lock`, see the module docs; `unknown` when not found).
+/// The eredu crates this tool's build links, with their resolved versions
+/// (`unknown` when not found).
 pub fn eredu_versions() -> BTreeMap<String, String> {
-    [
-        ("eredu-core", env!("COMMCHECK_REPORT_EREDU_CORE")),
-        ("eredu-runtime", env!("COMMCHECK_REPORT_EREDU_RUNTIME")),
-        ("eredu-nn", env!("COMMCHECK_REPORT_EREDU_NN")),
-    ]
-    .into_iter()
-    .map(|(name, version)| (name.to_owned(), version.to_owned()))
-    .collect()
+    commcheck::build::Build::this().eredu
 }
 
 /// `commcheck-report <version>`.
@@ -68,7 +52,7 @@ impl Environment {
         Self {
             tool: tool(),
             eredu: eredu_versions(),
-            rustc: env!("COMMCHECK_REPORT_RUSTC").to_owned(),
+            rustc: commcheck::build::Build::this().rustc,
             git_revision: git_revision(),
             host: host(),
             generated_unix: std::time::SystemTime::now()
@@ -79,12 +63,22 @@ impl Environment {
 
     /// The provenance of a report on `results` produced in this environment.
     pub fn provenance(self, results: &RunResults) -> Provenance {
+        // What built the binary that ran the cases, where the run says.
+        let (eredu, rustc, target) = match &results.build {
+            Some(build) => (
+                build.eredu.clone(),
+                build.rustc.clone(),
+                Some(build.target.clone()),
+            ),
+            None => (self.eredu, self.rustc, None),
+        };
         Provenance {
             kit_version: results.kit_version.clone(),
             results_schema: results.schema,
             tool: self.tool,
-            eredu: self.eredu,
-            rustc: self.rustc,
+            eredu,
+            rustc,
+            target,
             git_revision: self.git_revision,
             host: self.host,
             backend: results.backend.clone(),

@@ -267,3 +267,45 @@ fn markdown_cap_cuts_whole_sections_with_a_note() {
     }
     assert!(tables_are_whole(&capped));
 }
+
+/// A report names the build that ran the cases, as the run recorded it (a
+/// suite run under nightly says nightly), not the tool that wrote the
+/// report; results that do not say fall back to the tool's own build.
+#[test]
+fn the_report_names_the_build_that_ran_the_cases() {
+    let verdicts = [("SUM-1", SUM, Verdict::Pass)];
+    let mut results = results(&verdicts);
+    let nightly = "rustc 1.97.0-nightly (0123456789 2026-11-30)";
+    results.build = Some(commcheck::build::Build {
+        rustc: nightly.to_owned(),
+        target: "aarch64-unknown-linux-gnu".to_owned(),
+        kit: commcheck::VERSION.to_owned(),
+        eredu: [("eredu-core".to_owned(), "0.5.9".to_owned())].into(),
+    });
+    let must_pass = vec!["SUM-1::all_reduce_sum".to_owned()];
+    let report = commcheck_report::Report::build(
+        &results,
+        must_pass.clone(),
+        &commcheck_report::Expectations::none(),
+        environment(),
+    );
+    assert_eq!(report.provenance.rustc, nightly);
+    assert_eq!(
+        report.provenance.target.as_deref(),
+        Some("aarch64-unknown-linux-gnu")
+    );
+    assert_eq!(report.provenance.eredu["eredu-core"], "0.5.9");
+    assert!(markdown::render(&report).contains("nightly"));
+    assert!(junit::render(&report)
+        .unwrap_or_default()
+        .contains("nightly"));
+    results.build = None;
+    let report = commcheck_report::Report::build(
+        &results,
+        must_pass,
+        &commcheck_report::Expectations::none(),
+        environment(),
+    );
+    assert_eq!(report.provenance.rustc, environment().rustc);
+    assert_eq!(report.provenance.target, None);
+}

@@ -137,6 +137,7 @@ pub fn merge(runs: &[LabelledRun], order: &[String]) -> Result<RunResults, Merge
         processes: runs.iter().filter_map(|run| run.results.processes).max(),
         incomplete: (!incomplete.is_empty()).then(|| incomplete.join("; ")),
         data: base.data.clone(),
+        build: base.build.clone(),
     })
 }
 

@@ -383,6 +383,7 @@ pub(crate) fn summary<H: Harness>(harness: &H, seed: u64, cases: Vec<CaseResult>
         processes: None,
         incomplete: None,
         data: Some(results::DataCoverage::of(harness)),
+        build: Some(crate::build::Build::this()),
     }
 }
 

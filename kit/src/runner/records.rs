@@ -68,6 +68,10 @@ pub struct RunHeader {
     /// The data the value checks ran on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data: Option<super::results::DataCoverage>,
+    /// The build of the binary that ran the cases: records of another
+    /// build are another run (its key differs), never merged into this one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub build: Option<crate::build::Build>,
     /// Every case of the catalogue, in order.
     pub catalogue: Vec<Planned>,
 }
@@ -252,6 +256,7 @@ impl Records {
             seed,
             processes,
             data: Some(super::results::DataCoverage::of(&**harness)),
+            build: Some(crate::build::Build::this()),
             catalogue,
         };
         let json = serde_json::to_string_pretty(&header).map_err(|e| e.to_string())?;
@@ -457,6 +462,7 @@ pub fn collect(dir: &Path) -> Result<Collected, RecordsError> {
         processes: header.processes,
         incomplete,
         data: header.data.clone(),
+        build: header.build.clone(),
     };
     Ok(Collected {
         header,

@@ -184,6 +184,10 @@ pub struct RunResults {
     /// in results of kits before it was recorded).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data: Option<DataCoverage>,
+    /// The build of the binary that ran the cases (absent in results of
+    /// kits before it was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub build: Option<crate::build::Build>,
 }
 
 /// What data the value checks (SUM-1, GAT-1, GAT-2, A2A-1, BRD-1, P2P-1)

@@ -82,6 +82,7 @@ pub fn results(verdicts: &[(&str, Subject, Verdict)]) -> RunResults {
         processes: None,
         incomplete: None,
         data: None,
+        build: None,
     }
 }
 

@@ -1,15 +1,18 @@
-//! Records build-time provenance for reports: the eredu crate versions this
-//! build links and `rustc -V`.
+//! Records the build of the kit into the kit (`commcheck::build`): the
+//! compiler (`rustc -V` of the `RUSTC` cargo runs, so the toolchain of the
+//! vendor's test binary, nightly included), the target triple, and the eredu
+//! crate versions this build links. Every run's results and records carry
+//! it, and reports copy it.
 //!
 //! # Which `Cargo.lock`
 //!
 //! The eredu versions come from the `Cargo.lock` of the build that compiles
-//! this crate, which is the *consumer's* lock when a vendor depends on
-//! `commcheck-report` from their own crate, not commcheck's. The first of
-//! these that can be read, parsed (with the `cargo-lock` crate) and lists
-//! the package `commcheck-report` at this crate's version is used:
+//! this crate, which is the *vendor's* lock when a vendor's test binary
+//! depends on `commcheck`, not commcheck's. The first of these that can be
+//! read, parsed (with the `cargo-lock` crate) and lists the package
+//! `commcheck` at this crate's version is used:
 //!
-//! 1. the file named by `COMMCHECK_REPORT_LOCKFILE`, when that variable is
+//! 1. the file named by `COMMCHECK_LOCKFILE`, when that variable is
 //!    set and not empty (for a target directory outside the workspace, e.g.
 //!    a shared `CARGO_TARGET_DIR`);
 //! 2. a `Cargo.lock` in `OUT_DIR` or any folder above it: `OUT_DIR` lies in
@@ -19,7 +22,7 @@
 //!    crate's own workspace, or the lock packaged with it).
 //!
 //! In that lock, the versions recorded are those of the eredu packages that
-//! `commcheck-report` reaches through its dependencies (usually one each).
+//! `commcheck` reaches through its dependencies (usually one each).
 //! When no lock qualifies, or the graph does not reach a crate, the version
 //! recorded is `unknown`: the build never fails for it. Cargo reruns this script when the lock used, the
 //! variable or this file changes.
@@ -33,16 +36,16 @@ use cargo_lock::{Lockfile, Package, Version};
 /// The crates whose resolved versions every report records, with the
 /// variables that carry them into the crate.
 const EREDU_CRATES: [(&str, &str); 3] = [
-    ("eredu-core", "COMMCHECK_REPORT_EREDU_CORE"),
-    ("eredu-runtime", "COMMCHECK_REPORT_EREDU_RUNTIME"),
-    ("eredu-nn", "COMMCHECK_REPORT_EREDU_NN"),
+    ("eredu-core", "COMMCHECK_BUILD_EREDU_CORE"),
+    ("eredu-runtime", "COMMCHECK_BUILD_EREDU_RUNTIME"),
+    ("eredu-nn", "COMMCHECK_BUILD_EREDU_NN"),
 ];
 
 /// The variable that names the lock file to read.
-const LOCKFILE_VARIABLE: &str = "COMMCHECK_REPORT_LOCKFILE";
+const LOCKFILE_VARIABLE: &str = "COMMCHECK_LOCKFILE";
 
 /// This package, as the lock lists it.
-const PACKAGE: &str = "commcheck-report";
+const PACKAGE: &str = "commcheck";
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
@@ -53,7 +56,7 @@ fn main() {
         Some((path, _)) => println!("cargo:rerun-if-changed={}", path.display()),
         None => println!(
             "cargo:warning=no Cargo.lock listing {PACKAGE} {version} was found: the eredu \
-             versions of reports are `unknown` (set {LOCKFILE_VARIABLE} to the build's lock)"
+             versions recorded are `unknown` (set {LOCKFILE_VARIABLE} to the build's lock)"
         ),
     }
     for (name, variable) in EREDU_CRATES {
@@ -69,7 +72,11 @@ fn main() {
         };
         println!("cargo:rustc-env={variable}={value}");
     }
-    println!("cargo:rustc-env=COMMCHECK_REPORT_RUSTC={}", rustc_version());
+    println!("cargo:rustc-env=COMMCHECK_BUILD_RUSTC={}", rustc_version());
+    println!(
+        "cargo:rustc-env=COMMCHECK_BUILD_TARGET={}",
+        std::env::var("TARGET").unwrap_or_else(|_| "unknown".to_owned())
+    );
 }
 
 /// The lock of this build and its path (see the module docs for the order).

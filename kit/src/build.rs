@@ -1,0 +1,74 @@
+//! The build that ran the cases: the compiler and target of the binary the
+//! kit was compiled into (a vendor's test binary, or `commcheck-report`),
+//! the kit's version and the eredu crate versions that build links, read
+//! by the kit's build script from the build's own `Cargo.lock` (set
+//! `COMMCHECK_LOCKFILE` to it when the target directory is elsewhere).
+//! Every run's results and records carry it ([`crate::RunResults::build`]);
+//! records of different builds are different runs, and reports copy it: a
+//! certificate names the binary that ran its cases, not the tool that wrote
+//! it.
+//!
+//! ```
+//! let build = commcheck::build::Build::this();
+//! assert!(build.rustc.starts_with("rustc ") || build.rustc == "unknown");
+//! assert_eq!(build.kit, commcheck::VERSION);
+//! ```
+
+use std::collections::BTreeMap;
+
+/// What built the binary that ran the cases.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Build {
+    /// `rustc -V` of the compiler (`unknown` when it could not be asked).
+    pub rustc: String,
+    /// The target triple.
+    pub target: String,
+    /// The kit's version.
+    pub kit: String,
+    /// The eredu crates the build links, with their versions (`unknown`
+    /// when the build's `Cargo.lock` was not found).
+    pub eredu: BTreeMap<String, String>,
+}
+
+impl Build {
+    /// The build of this binary.
+    pub fn this() -> Self {
+        Self {
+            rustc: env!("COMMCHECK_BUILD_RUSTC").to_owned(),
+            target: env!("COMMCHECK_BUILD_TARGET").to_owned(),
+            kit: crate::VERSION.to_owned(),
+            eredu: [
+                ("eredu-core", env!("COMMCHECK_BUILD_EREDU_CORE")),
+                ("eredu-runtime", env!("COMMCHECK_BUILD_EREDU_RUNTIME")),
+                ("eredu-nn", env!("COMMCHECK_BUILD_EREDU_NN")),
+            ]
+            .into_iter()
+            .map(|(name, version)| (name.to_owned(), version.to_owned()))
+            .collect(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The compiler recorded is the one that built this test: the `rustc`
+    /// cargo's toolchain resolves to (`cargo +nightly test` makes both
+    /// nightly: rustup passes the toolchain on to the processes it starts).
+    #[test]
+    fn the_build_names_the_compiler_that_built_this_test() {
+        let running = std::process::Command::new("rustc")
+            .arg("-V")
+            .output()
+            .ok()
+            .and_then(|output| String::from_utf8(output.stdout).ok())
+            .map(|version| version.trim().to_owned());
+        let build = Build::this();
+        if let Some(running) = running.filter(|v| !v.is_empty()) {
+            assert_eq!(build.rustc, running);
+        }
+        assert!(!build.target.is_empty() && build.target != "unknown");
+        assert_ne!(build.eredu["eredu-core"], "unknown");
+    }
+}
