@@ -59,12 +59,14 @@ pub struct CertifyOptions {
 pub enum ProgressStyle {
     /// Nothing.
     Off,
-    /// A progress bar on stderr, redrawn in place as cases finish (cases
-    /// done out of the total, the failing count, the last case and its
-    /// status unless it passed); drawn only when stderr is a terminal.
+    /// A progress bar on stderr, redrawn in place as cases finish (elapsed
+    /// time, cases done out of the total, the estimated time left, the
+    /// counts by status, the last case and its status); drawn only when
+    /// stderr is a terminal. At the end, a line per family and the grid.
     Line,
-    /// A plain line every [`PLAIN_EVERY`] cases and for every failing case,
-    /// so CI logs show the run going on.
+    /// A plain line every [`PLAIN_EVERY`] cases and for every failing case
+    /// (elapsed seconds, counts by status), so CI logs show the run going
+    /// on; at the end, a line per family with its counts and the grid.
     Plain,
 }
 
@@ -227,7 +229,7 @@ fn certify_by<H: Harness>(
         stream.write(&line);
         progress.update(&case, total);
     })?;
-    progress.finish();
+    progress.finish(&results);
     let report = Report::build(
         &results,
         must_pass,
@@ -305,12 +307,16 @@ struct Progress {
     style: ProgressStyle,
     done: AtomicUsize,
     failing: AtomicUsize,
+    /// Cases done, by status.
+    counts: Mutex<Vec<(Status, usize)>>,
+    started: std::time::Instant,
     /// The bar of [`ProgressStyle::Line`].
     bar: Option<ProgressBar>,
 }
 
-/// The bar's layout: `[####....] 12/236 cases, 1 failing: CAN-2::barrier fail`.
-const BAR_TEMPLATE: &str = "[{bar:20}] {pos}/{len} cases, {wide_msg}";
+/// The bar's layout: `00:01:12 [####....] 120/236 cases, eta 1m: 100 pass,
+/// 20 not-supported; last CAN-2::barrier`.
+const BAR_TEMPLATE: &str = "{elapsed_precise} [{bar:20}] {pos}/{len} cases, eta {eta}: {wide_msg}";
 
 impl Progress {
     fn new(style: ProgressStyle) -> Self {
@@ -324,8 +330,25 @@ impl Progress {
             style,
             done: AtomicUsize::new(0),
             failing: AtomicUsize::new(0),
+            counts: Mutex::new(Vec::new()),
+            started: std::time::Instant::now(),
             bar,
         }
+    }
+
+    /// The counts so far, by status (`100 pass, 2 fail`).
+    fn tally(&self, status: Status) -> String {
+        let mut counts = self.counts.lock().unwrap_or_else(|p| p.into_inner());
+        match counts.iter_mut().find(|(s, _)| *s == status) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((status, 1)),
+        }
+        counts.sort_by_key(|(s, _)| Status::ALL.iter().position(|a| a == s));
+        counts
+            .iter()
+            .map(|(s, n)| format!("{n} {s}"))
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 
     fn update(&self, case: &ReportCase, total: usize) {
@@ -333,13 +356,14 @@ impl Progress {
         if case.status.is_failure() {
             self.failing.fetch_add(1, Ordering::SeqCst);
         }
+        let tally = self.tally(case.status);
         match self.style {
             ProgressStyle::Off => {}
             ProgressStyle::Plain => {
                 if case.status.is_failure() || done % PLAIN_EVERY == 0 || done == total {
                     eprintln!(
-                        "commcheck-report: {done}/{total} cases done, {} failing{}",
-                        self.failing.load(Ordering::SeqCst),
+                        "commcheck-report: {done}/{total} cases done after {} s: {tally}{}",
+                        self.started.elapsed().as_secs(),
                         if case.status.is_failure() {
                             format!(" ({} {})", case.name, case.status)
                         } else {
@@ -350,24 +374,17 @@ impl Progress {
             }
             ProgressStyle::Line => {
                 let Some(bar) = &self.bar else { return };
-                let status = if case.status == Status::Pass {
-                    String::new()
-                } else {
-                    format!(" {}", case.status)
-                };
                 bar.set_length(u64::try_from(total).unwrap_or(u64::MAX));
-                bar.set_message(format!(
-                    "{} failing: {}{status}",
-                    self.failing.load(Ordering::SeqCst),
-                    case.name
-                ));
+                bar.set_message(format!("{tally}; last {} {}", case.name, case.status));
                 bar.inc(1);
             }
         }
     }
 
-    /// Leaves the bar's last state on screen (nothing when no case ran).
-    fn finish(&self) {
+    /// Leaves the bar's last state on screen (nothing when no case ran),
+    /// then, unless progress is off, one line per family with its counts
+    /// and the invariant × subject grid, on lines of their own.
+    fn finish(&self, results: &commcheck::RunResults) {
         if let Some(bar) = &self.bar {
             if self.done.load(Ordering::SeqCst) > 0 {
                 bar.finish();
@@ -375,5 +392,20 @@ impl Progress {
                 bar.finish_and_clear();
             }
         }
+        if self.style == ProgressStyle::Off || results.cases.is_empty() {
+            return;
+        }
+        let mut text = String::from("\n");
+        for line in results.family_summary() {
+            text.push_str(&format!("commcheck-report: {line}\n"));
+        }
+        text.push_str("commcheck-report: grid (invariant x subject):\n");
+        for line in commcheck::runner::grid::Grid::of_results(results)
+            .to_text()
+            .lines()
+        {
+            text.push_str(&format!("  {line}\n"));
+        }
+        eprint!("{text}");
     }
 }

@@ -35,8 +35,10 @@ and writes, into DIR:
                         files above are written (left behind = the run died)";
 
 const CERTIFY_AFTER: &str = "\
-Progress goes to stderr: one line rewritten in place on a terminal, otherwise
-(CI logs) a plain line every 25 cases and for each failing case.
+Progress goes to stderr: one line rewritten in place on a terminal (elapsed,
+cases done, ETA, counts by status), otherwise (CI logs) a plain line every 25
+cases and for each failing case; then a line per family with its counts and
+the invariant x subject grid.
 Environment (passed to the kit, checked before anything is written):
 COMMCHECK_SEED (base seed, recorded), COMMCHECK_CASE_TIMEOUT_MS (per-case
 watchdog, default 20000), COMMCHECK_JOBS (cases run at once, default 2).

@@ -143,11 +143,12 @@ impl Grid {
         }
         text.push('\n');
         for (row, cells) in self.rows.iter().zip(&self.cells) {
-            text.push_str(&format!("{row:width$} "));
+            let mut line = format!("{row:width$} ");
             for cell in cells {
                 let mark = cell.as_ref().map_or(' ', |c| symbol(c.verdict));
-                text.push_str(&format!("  {mark}"));
+                line.push_str(&format!("  {mark}"));
             }
+            text.push_str(line.trim_end());
             text.push('\n');
         }
         let columns: Vec<String> = self
