@@ -30,6 +30,13 @@
 //! `verify` name the case that was edited; the report digest covers the
 //! fingerprints too.
 //!
+//! **Why not RFC 8785 (JCS).** JCS, as `serde_json_canonicalizer`
+//! implements it, writes every number as an IEEE 754 double (ECMAScript's
+//! number form) and sorts keys by UTF-16 code units. A report's seeds are
+//! `u64`s above 2^53: JCS would round them, and two reports that differ only
+//! in a seed's low bits would share a digest. This form keeps integers
+//! exact, which is what the digest must cover.
+//!
 //! Both detect accidental or careless edits and corruption. They are not
 //! signatures: whoever can edit a report can recompute them. Sign the file
 //! ([`crate::signature`]) when authenticity matters.

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use libtest_mimic::Arguments;
+use wait_timeout::ChildExt;
 
 use super::results::{CaseResult, Verdict};
 use super::{execute, result};
@@ -98,27 +99,24 @@ pub(super) fn execute_in_child<H: Harness>(
     });
     // Retries inside the child may take two case limits.
     let deadline = started + limit * 2 + Duration::from_secs(5);
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break status,
-            Ok(None) if Instant::now() >= deadline => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return end(
-                    Verdict::Timeout,
-                    format!(
-                        "the child process did not finish within {:?}",
-                        deadline - started
-                    ),
-                );
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(5)),
-            Err(error) => {
-                return end(
-                    Verdict::Crash,
-                    format!("cannot wait for the child: {error}"),
-                )
-            }
+    let status = match child.wait_timeout(deadline.saturating_duration_since(Instant::now())) {
+        Ok(Some(status)) => status,
+        Ok(None) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            return end(
+                Verdict::Timeout,
+                format!(
+                    "the child process did not finish within {:?}",
+                    deadline - started
+                ),
+            );
+        }
+        Err(error) => {
+            return end(
+                Verdict::Crash,
+                format!("cannot wait for the child: {error}"),
+            )
         }
     };
     let stdout = reader

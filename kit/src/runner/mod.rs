@@ -453,44 +453,33 @@ macro_rules! main {
     };
 }
 
-/// libtest's command line: libtest takes any number of filters (a test runs
-/// when its name matches one of them), libtest-mimic one. With two or more,
-/// they are taken out of the arguments and returned, to be applied to the
-/// catalogue ([`picked`]); with one or none, libtest-mimic applies it.
+/// libtest's command line, parsed by libtest-mimic's own definition
+/// (`Arguments`, a clap parser) with the filters after its one: libtest
+/// takes any number (a test runs when its name matches one of them),
+/// libtest-mimic one.
+#[derive(clap::Parser)]
+#[command(help_template = "USAGE: [OPTIONS] [FILTER]...\n\n{all-args}")]
+struct Libtest {
+    #[command(flatten)]
+    arguments: Arguments,
+    /// More filters: a test runs when its name matches any of them.
+    #[arg(value_name = "FILTER")]
+    more: Vec<String>,
+}
+
+/// libtest's command line. With two or more filters, they are taken out of
+/// the arguments and returned, to be applied to the catalogue ([`picked`]);
+/// with one or none, libtest-mimic applies it.
 pub(crate) fn command_line() -> (Arguments, Vec<String>) {
-    let raw: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    // Options of libtest-mimic 0.8 that take a value as the next argument.
-    const VALUED: &[&str] = &[
-        "-Z",
-        "--test-threads",
-        "--logfile",
-        "--skip",
-        "--color",
-        "--format",
-    ];
-    let mut kept = Vec::with_capacity(raw.len());
-    let mut filters = Vec::new();
-    let mut rest = raw.iter();
-    if let Some(program) = rest.next() {
-        kept.push(program.clone());
+    let Libtest {
+        mut arguments,
+        more,
+    } = <Libtest as clap::Parser>::parse();
+    if more.is_empty() {
+        return (arguments, Vec::new());
     }
-    while let Some(arg) = rest.next() {
-        let text = arg.to_string_lossy();
-        if VALUED.contains(&text.as_ref()) {
-            kept.push(arg.clone());
-            if let Some(value) = rest.next() {
-                kept.push(value.clone());
-            }
-        } else if text.starts_with('-') {
-            kept.push(arg.clone());
-        } else {
-            filters.push(text.into_owned());
-        }
-    }
-    if filters.len() <= 1 {
-        return (Arguments::from_args(), Vec::new());
-    }
-    (Arguments::from_iter(kept), filters)
+    let filters = arguments.filter.take().into_iter().chain(more).collect();
+    (arguments, filters)
 }
 
 /// Whether the filters taken out by [`command_line`] pick `name` (all do
