@@ -32,15 +32,29 @@ use matrix::Row;
 
 const SCENARIO: &str = "COMMCHECK_PROCESS_SCENARIO";
 
+/// Which share of the M-class defects a `mutants` launch runs: `k/n`, the
+/// defects whose index is `k` modulo `n`.
+const PART: &str = "COMMCHECK_PROCESS_PART";
+
+/// The launches the M-class defects are split across.
+const PARTS: usize = 2;
+
 fn main() {
     match std::env::var(SCENARIO) {
         Ok(scenario) if Processes::launched() => rank_process(&scenario),
         _ => {
             let args = Arguments::from_args();
             let trials = vec![
+                // Two launches at once, each with every other M-class
+                // defect: a launch mostly waits (one case at a time, late
+                // peers), so the halves overlap on two cores.
                 Trial::test(
-                    "m_class_defects_fail_their_own_invariant_across_two_processes",
-                    || mutants_across(2),
+                    "m_class_defects_fail_their_own_invariant_across_two_processes_1_of_2",
+                    || mutants_across(2, (0, PARTS)),
+                ),
+                Trial::test(
+                    "m_class_defects_fail_their_own_invariant_across_two_processes_2_of_2",
+                    || mutants_across(2, (1, PARTS)),
                 ),
                 Trial::test("a_killed_rank_is_named_by_the_survivors", killed_rank),
                 Trial::test("a_hung_rank_is_named_by_the_others", hung_rank),
@@ -181,8 +195,9 @@ fn text(output: &Output) -> String {
     )
 }
 
-fn mutants_across(ranks: usize) -> Result<(), Failed> {
-    let output = mpirun(ranks, &[], "mutants", &[])?;
+fn mutants_across(ranks: usize, (part, parts): (usize, usize)) -> Result<(), Failed> {
+    let share = format!("{part}/{parts}");
+    let output = mpirun(ranks, &[], "mutants", &[(PART, &share)])?;
     let seen = text(&output);
     println!("{seen}");
     if output.status.success() {
@@ -320,7 +335,7 @@ fn rank_process(scenario: &str) -> ! {
             // Some defects hang work on purpose: the mutant watchdog.
             std::env::set_var("COMMCHECK_CASE_TIMEOUT_MS", "11000");
             let mut problems = Vec::new();
-            for defect in m_class_defects() {
+            for defect in part_of(m_class_defects()) {
                 let started = Instant::now();
                 let harness = CpuHarness::with_defect(defect).across(&cpu);
                 let results = run_cases_across(
@@ -372,6 +387,28 @@ fn rank_process(scenario: &str) -> ! {
             std::process::exit(2)
         }
     }
+}
+
+/// The share of `defects` that `COMMCHECK_PROCESS_PART=k/n` names (all of
+/// them without it); a value that is not `k/n` with `k < n` is an error.
+fn part_of(defects: Vec<Defect>) -> Vec<Defect> {
+    let Ok(share) = std::env::var(PART) else {
+        return defects;
+    };
+    let parsed = share
+        .split_once('/')
+        .and_then(|(k, n)| Some((k.parse::<usize>().ok()?, n.parse::<usize>().ok()?)))
+        .filter(|(k, n)| k < n);
+    let Some((part, parts)) = parsed else {
+        eprintln!("{PART}={share:?}: expected k/n with k < n, e.g. 0/2");
+        std::process::exit(2)
+    };
+    defects
+        .into_iter()
+        .enumerate()
+        .filter(|(index, _)| index % parts == part)
+        .map(|(_, defect)| defect)
+        .collect()
 }
 
 /// The defects whose invariant is of class M (`COMMCHECK_MUTANTS` narrows them).
