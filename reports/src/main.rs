@@ -95,7 +95,7 @@ case run by `cargo test --test commcheck` or `cargo nextest run` (one process
 per case), sharded or process-isolated runs, writes its own record into the
 results directory (default target/commcheck/<backend>; COMMCHECK_RESULTS_DIR).
 The records of the newest run are merged (records of earlier runs, with
-another seed, backend version, claims or kit version, are left out and
+another seed, backend version, claims, kit version or build, are left out and
 counted); the report is equal to the one a single full run gives, volatile
 fields aside. Writes into DIR the same files as `certify`:
   report.json           the report (`verify` checks it)
@@ -352,7 +352,7 @@ fn run_report(args: &ReportArgs) -> Result<ExitCode, Usage> {
     for (run, count) in &made.collected.stale {
         eprintln!(
             "commcheck-report: left out {count} record(s) of an earlier run ({run}): another seed, \
-             backend version, claims or kit version"
+             backend version, claims, kit version or build (compiler, target, eredu versions)"
         );
         // Runs under one seed merge: say which seed keeps the earlier one.
         let header = args.records.join("runs").join(format!("{run}.json"));

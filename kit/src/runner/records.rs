@@ -21,7 +21,7 @@
 //!
 //! A run's key is a hash of its header, so every process of one run writes
 //! the same header and records of another run (another seed, backend
-//! version, claim or kit version) are told apart. [`collect`] takes the run of
+//! version, claim, kit version or build: `crate::build`) are told apart. [`collect`] takes the run of
 //! the newest record and reports the records of other runs as stale. Under
 //! nextest, the processes of one `cargo nextest run` share a base seed
 //! derived from `NEXTEST_RUN_ID` (unless `COMMCHECK_SEED` sets one), so they
