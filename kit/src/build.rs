@@ -49,6 +49,30 @@ impl Build {
     }
 }
 
+/// This host's name (`unknown` when it cannot be read): which machine ran
+/// a case, recorded with it (shards of one run may run on several).
+pub fn hostname() -> String {
+    let from_file = std::fs::read_to_string("/proc/sys/kernel/hostname").ok();
+    let from_env = || {
+        ["HOSTNAME", "COMPUTERNAME"]
+            .iter()
+            .find_map(|var| std::env::var(var).ok())
+    };
+    let from_command = || {
+        std::process::Command::new("hostname")
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .and_then(|o| String::from_utf8(o.stdout).ok())
+    };
+    from_file
+        .or_else(from_env)
+        .or_else(from_command)
+        .map(|name| name.trim().to_owned())
+        .filter(|name| !name.is_empty())
+        .unwrap_or_else(|| "unknown".to_owned())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -108,6 +108,7 @@ fn properties(report: &Report) -> Vec<Property> {
                 .clone()
                 .unwrap_or_else(|| "not recorded".to_owned()),
         ),
+        ("ran_on".to_owned(), p.ran_on.join(", ")),
         (
             "git_revision".to_owned(),
             p.git_revision.clone().unwrap_or_else(|| "none".to_owned()),

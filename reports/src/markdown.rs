@@ -400,6 +400,14 @@ fn provenance(report: &Report) -> Option<Section> {
             cell(p.target.as_deref().unwrap_or("not recorded")),
         ],
         vec![
+            "cases ran on".to_owned(),
+            cell(&if p.ran_on.is_empty() {
+                "not recorded".to_owned()
+            } else {
+                p.ran_on.join(", ")
+            }),
+        ],
+        vec![
             "git revision".to_owned(),
             code(p.git_revision.as_deref().unwrap_or("none")),
         ],

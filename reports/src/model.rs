@@ -294,6 +294,11 @@ pub struct Provenance {
     /// results that do not say).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<String>,
+    /// The hosts that ran the cases, as their records say (several for
+    /// shards; absent when the results do not say). `host` is where the
+    /// report was made.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ran_on: Vec<String>,
     /// `git rev-parse HEAD` of the working directory, when it is a checkout.
     pub git_revision: Option<String>,
     /// Where the run happened.

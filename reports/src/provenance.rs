@@ -79,6 +79,7 @@ impl Environment {
             eredu,
             rustc,
             target,
+            ran_on: results.hosts.clone(),
             git_revision: self.git_revision,
             host: self.host,
             backend: results.backend.clone(),
@@ -118,23 +119,5 @@ pub fn host() -> Host {
 }
 
 fn hostname() -> String {
-    let from_file = std::fs::read_to_string("/proc/sys/kernel/hostname").ok();
-    let from_env = || {
-        ["HOSTNAME", "COMPUTERNAME"]
-            .iter()
-            .find_map(|var| std::env::var(var).ok())
-    };
-    let from_command = || {
-        Command::new("hostname")
-            .output()
-            .ok()
-            .filter(|o| o.status.success())
-            .and_then(|o| String::from_utf8(o.stdout).ok())
-    };
-    from_file
-        .or_else(from_env)
-        .or_else(from_command)
-        .map(|name| name.trim().to_owned())
-        .filter(|name| !name.is_empty())
-        .unwrap_or_else(|| "unknown".to_owned())
+    commcheck::build::hostname()
 }

@@ -269,8 +269,9 @@ fn markdown_cap_cuts_whole_sections_with_a_note() {
 }
 
 /// A report names the build that ran the cases, as the run recorded it (a
-/// suite run under nightly says nightly), not the tool that wrote the
-/// report; results that do not say fall back to the tool's own build.
+/// suite run under nightly says nightly), and the hosts that ran them, not
+/// the tool that wrote the report; results that do not say fall back to the
+/// tool's own build.
 #[test]
 fn the_report_names_the_build_that_ran_the_cases() {
     let verdicts = [("SUM-1", SUM, Verdict::Pass)];
@@ -282,6 +283,7 @@ fn the_report_names_the_build_that_ran_the_cases() {
         kit: commcheck::VERSION.to_owned(),
         eredu: [("eredu-core".to_owned(), "0.5.9".to_owned())].into(),
     });
+    results.hosts = vec!["shard-a".to_owned(), "shard-b".to_owned()];
     let must_pass = vec!["SUM-1::all_reduce_sum".to_owned()];
     let report = commcheck_report::Report::build(
         &results,
@@ -295,7 +297,9 @@ fn the_report_names_the_build_that_ran_the_cases() {
         Some("aarch64-unknown-linux-gnu")
     );
     assert_eq!(report.provenance.eredu["eredu-core"], "0.5.9");
+    assert_eq!(report.provenance.ran_on, ["shard-a", "shard-b"]);
     assert!(markdown::render(&report).contains("nightly"));
+    assert!(markdown::render(&report).contains("shard-a, shard-b"));
     assert!(junit::render(&report)
         .unwrap_or_default()
         .contains("nightly"));

@@ -138,6 +138,15 @@ pub fn merge(runs: &[LabelledRun], order: &[String]) -> Result<RunResults, Merge
         incomplete: (!incomplete.is_empty()).then(|| incomplete.join("; ")),
         data: base.data.clone(),
         build: base.build.clone(),
+        hosts: {
+            let mut hosts: Vec<String> = runs
+                .iter()
+                .flat_map(|run| run.results.hosts.clone())
+                .collect();
+            hosts.sort();
+            hosts.dedup();
+            hosts
+        },
     })
 }
 

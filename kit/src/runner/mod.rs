@@ -384,6 +384,7 @@ pub(crate) fn summary<H: Harness>(harness: &H, seed: u64, cases: Vec<CaseResult>
         incomplete: None,
         data: Some(results::DataCoverage::of(harness)),
         build: Some(crate::build::Build::this()),
+        hosts: vec![crate::build::hostname()],
     }
 }
 

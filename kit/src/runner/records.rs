@@ -107,6 +107,10 @@ pub struct CaseRecord {
     /// The lazy-work calibration of the process that ran it, if it made one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub calibration: Option<Calibration>,
+    /// The host that ran it (absent in records of kits before it was
+    /// recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
 }
 
 /// A results directory could not be read or merged.
@@ -311,6 +315,7 @@ impl Records {
             run: self.key.clone(),
             case: result.clone(),
             calibration: (self.calibration)(),
+            host: Some(crate::build::hostname()),
         };
         let path = self
             .dir
@@ -430,6 +435,9 @@ pub fn collect(dir: &Path) -> Result<Collected, RecordsError> {
         }
     }
     let calibration = by_name.values().find_map(|r| r.calibration.clone());
+    let mut hosts: Vec<String> = by_name.values().filter_map(|r| r.host.clone()).collect();
+    hosts.sort();
+    hosts.dedup();
     let mut cases = Vec::with_capacity(header.catalogue.len());
     let mut missing = Vec::new();
     for planned in &header.catalogue {
@@ -463,6 +471,7 @@ pub fn collect(dir: &Path) -> Result<Collected, RecordsError> {
         incomplete,
         data: header.data.clone(),
         build: header.build.clone(),
+        hosts,
     };
     Ok(Collected {
         header,

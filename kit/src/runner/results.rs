@@ -188,6 +188,10 @@ pub struct RunResults {
     /// kits before it was recorded).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub build: Option<crate::build::Build>,
+    /// The hosts that ran the cases (several for shards of one run; empty
+    /// in results of kits before they were recorded).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hosts: Vec<String>,
 }
 
 /// What data the value checks (SUM-1, GAT-1, GAT-2, A2A-1, BRD-1, P2P-1)

@@ -83,6 +83,7 @@ pub fn results(verdicts: &[(&str, Subject, Verdict)]) -> RunResults {
         incomplete: None,
         data: None,
         build: None,
+        hosts: Vec::new(),
     }
 }
 
