@@ -37,28 +37,31 @@ const SCENARIO: &str = "COMMCHECK_PROCESS_SCENARIO";
 const PART: &str = "COMMCHECK_PROCESS_PART";
 
 /// The launches the M-class defects are split across.
-const PARTS: usize = 2;
+const PARTS: usize = 3;
 
 fn main() {
     match std::env::var(SCENARIO) {
         Ok(scenario) if Processes::launched() => rank_process(&scenario),
         _ => {
-            let args = Arguments::from_args();
-            let trials = vec![
-                // Two launches at once, each with every other M-class
-                // defect: a launch mostly waits (one case at a time, late
-                // peers), so the halves overlap on two cores.
-                Trial::test(
-                    "m_class_defects_fail_their_own_invariant_across_two_processes_1_of_2",
-                    || mutants_across(2, (0, PARTS)),
-                ),
-                Trial::test(
-                    "m_class_defects_fail_their_own_invariant_across_two_processes_2_of_2",
-                    || mutants_across(2, (1, PARTS)),
-                ),
+            let mut args = Arguments::from_args();
+            // Every trial is a launch that mostly waits (one case at a time,
+            // late peers): they all run at once unless --test-threads says.
+            args.test_threads = args.test_threads.or(Some(PARTS + 2));
+            let mut trials: Vec<Trial> = (0..PARTS)
+                .map(|part| {
+                    Trial::test(
+                        format!(
+                            "m_class_defects_fail_their_own_invariant_across_two_processes_{}_of_{PARTS}",
+                            part + 1
+                        ),
+                        move || mutants_across(2, (part, PARTS)),
+                    )
+                })
+                .collect();
+            trials.extend([
                 Trial::test("a_killed_rank_is_named_by_the_survivors", killed_rank),
                 Trial::test("a_hung_rank_is_named_by_the_others", hung_rank),
-            ];
+            ]);
             libtest_mimic::run(&args, trials).exit()
         }
     }
