@@ -364,21 +364,19 @@ impl Harness for CudaHarness {
         tensor: &CudaTensor,
         _dtype: Dtype,
     ) -> Result<HostValues, HarnessError> {
+        if tensor.element() == Element::F32 {
+            return tensor
+                .read()
+                .map(HostValues::F32)
+                .map_err(HarnessError::new);
+        }
         let bytes = tensor.read_bytes().map_err(HarnessError::new)?;
         let pairs = bytes.chunks_exact(2).map(|b| [b[0], b[1]]);
         Ok(match tensor.element() {
-            Element::F16 => {
-                HostValues::F16(pairs.map(commcheck::half::f16::from_le_bytes).collect())
-            }
             Element::Bf16 => {
                 HostValues::Bf16(pairs.map(commcheck::half::bf16::from_le_bytes).collect())
             }
-            _ => HostValues::F32(
-                bytes
-                    .chunks_exact(4)
-                    .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-                    .collect(),
-            ),
+            _ => HostValues::F16(pairs.map(commcheck::half::f16::from_le_bytes).collect()),
         })
     }
 

@@ -227,12 +227,7 @@ fn evidence_rows(id: &str) -> Vec<EvidenceRow> {
                 subjects: cells[3].to_owned(),
                 black_box: (4..n - 3)
                     .filter(|&i| cells[i] == "yes")
-                    .filter_map(|i| {
-                        PERSONALITY_COLUMNS
-                            .iter()
-                            .copied()
-                            .find(|p| *p == header[i])
-                    })
+                    .map(|i| header[i])
                     .collect(),
                 instruments: cells[n - 3].replace(" (all provided)", ""),
                 worlds: cells[n - 2].to_owned(),
@@ -240,15 +235,6 @@ fn evidence_rows(id: &str) -> Vec<EvidenceRow> {
         })
         .collect()
 }
-
-/// The personality columns of EVIDENCE.md's table.
-const PERSONALITY_COLUMNS: &[&str] = &[
-    "lazy",
-    "eager",
-    "collectives-cancel",
-    "unstoppable",
-    "no-clone",
-];
 
 /// The families, in SPEC order.
 pub const FAMILIES: &[&str] = &[

@@ -18,12 +18,6 @@ use commcheck::RunResults;
 
 use crate::model::{Host, Provenance};
 
-/// The eredu crates this tool's build links, with their resolved versions
-/// (`unknown` when not found).
-pub fn eredu_versions() -> BTreeMap<String, String> {
-    commcheck::build::Build::this().eredu
-}
-
 /// `commcheck-report <version>`.
 pub fn tool() -> String {
     format!("commcheck-report {}", env!("CARGO_PKG_VERSION"))
@@ -49,10 +43,11 @@ pub struct Environment {
 impl Environment {
     /// The environment of this process, now.
     pub fn detect() -> Self {
+        let build = commcheck::build::Build::this();
         Self {
             tool: tool(),
-            eredu: eredu_versions(),
-            rustc: commcheck::build::Build::this().rustc,
+            eredu: build.eredu,
+            rustc: build.rustc,
             git_revision: git_revision(),
             host: host(),
             generated_unix: std::time::SystemTime::now()
@@ -111,13 +106,9 @@ pub fn git_revision() -> Option<String> {
 /// This host.
 pub fn host() -> Host {
     Host {
-        hostname: hostname(),
+        hostname: commcheck::build::hostname(),
         os: std::env::consts::OS.to_owned(),
         arch: std::env::consts::ARCH.to_owned(),
         cpus: std::thread::available_parallelism().map_or(1, usize::from),
     }
-}
-
-fn hostname() -> String {
-    commcheck::build::hostname()
 }
