@@ -579,6 +579,50 @@ fn several_filters_pick_the_union() -> Result<(), Failed> {
     Ok(())
 }
 
+/// The watchdog counts from the last progress: a world whose ranks keep
+/// moving for longer than the watchdog (as on a loaded machine) is no
+/// timeout; one where nothing moves for a watchdog period is; one still
+/// moving at the ceiling proves nothing and says so.
+fn watchdog_counts_from_progress() -> Result<(), Failed> {
+    use commcheck::world::run_script;
+    use std::time::Duration;
+    let limit = Duration::from_secs(1);
+    let harness = Arc::new(CpuHarness::new());
+    let ticking = |ticks: usize| {
+        move |ctx: &commcheck::RankCtx<'_, CpuHarness>| -> commcheck::Check {
+            for tick in 0..ticks {
+                std::thread::sleep(Duration::from_millis(50));
+                ctx.signal(&format!("tick-{}-{tick}", ctx.rank()));
+            }
+            Ok(())
+        }
+    };
+    // 40 ticks of 50 ms: twice the watchdog in all, always moving.
+    run_script(Arc::clone(&harness), 2, 0, limit, ticking(40))
+        .map_err(|e| format!("a world moving every 50 ms under a 1 s watchdog: {e}"))?;
+    // Still for 30 s: the watchdog ends it (the sleeping ranks are left behind).
+    match run_script(Arc::clone(&harness), 2, 0, limit, |_ctx| {
+        std::thread::sleep(Duration::from_secs(30));
+        Ok(())
+    }) {
+        Err(e) if e.contains("timed out: nothing moved") => {}
+        other => {
+            return Err(format!(
+                "a world still for 30 s under a 1 s watchdog: expected a timeout, got {other:?}"
+            )
+            .into())
+        }
+    }
+    // Moving for 15 s: past the ceiling of six watchdogs.
+    match run_script(harness, 2, 0, limit, ticking(300)) {
+        Err(e) if e.contains("though not hung") => Ok(()),
+        other => Err(format!(
+            "a world moving past the ceiling: expected an overrun, not a timeout, got {other:?}"
+        )
+        .into()),
+    }
+}
+
 fn main() {
     if let Some(mode) = std::env::var("HOSTILE_MODE")
         .ok()
@@ -597,6 +641,10 @@ fn main() {
                 &[Verdict::Timeout, Verdict::Fail],
             )
         }),
+        Trial::test(
+            "watchdog_counts_from_the_last_progress",
+            watchdog_counts_from_progress,
+        ),
         Trial::test("drop_that_blocks_forever_is_a_timeout", || {
             survives(
                 Mode::DropBlocks,

@@ -25,7 +25,7 @@ use crate::harness::{
     Backend, CommCompletion, CompletionRef, Harness, HoldGuard, PlainCompletion, Probe,
 };
 use crate::operation::Operation;
-use crate::world::{guarded, RankCtx};
+use crate::world::{guarded, polled, RankCtx};
 
 /// What a case is about: the kind of completion or submission API.
 #[derive(
@@ -130,10 +130,13 @@ pub(crate) enum Handle<H: Harness> {
 impl<H: Harness> Handle<H> {
     /// `is_complete()`, which must not block (EXC-1; see [`guarded`]).
     pub(crate) fn is_complete(&self) -> Result<bool, String> {
-        let seen = guarded("is_complete()", "EXC-1", slack::BLOCKED, || match self {
+        let seen = polled("is_complete()", "EXC-1", slack::BLOCKED, || match self {
             Self::Plain(c) => c.is_complete().map_err(|e| e.to_string()),
             Self::Communication(c) => c.is_complete().map_err(|e| e.to_string()),
         });
+        if seen != Ok(false) {
+            crate::world::progressed();
+        }
         if matches!(seen, Ok(true)) {
             crate::world::note_completion_report::<H>(self.as_ref());
         }
@@ -163,7 +166,7 @@ impl<H: Harness> Handle<H> {
 
     /// `resources_releasable()`, which must not block (EXC-8).
     pub(crate) fn resources_releasable(&self) -> bool {
-        guarded(
+        let releasable = polled(
             "resources_releasable()",
             "EXC-8",
             slack::BLOCKED,
@@ -171,7 +174,11 @@ impl<H: Harness> Handle<H> {
                 Self::Plain(c) => c.resources_releasable(),
                 Self::Communication(c) => c.resources_releasable(),
             },
-        )
+        );
+        if releasable {
+            crate::world::progressed();
+        }
+        releasable
     }
 
     /// `None` for plain completions, which have no bounded wait. Any outcome

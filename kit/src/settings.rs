@@ -5,7 +5,7 @@
 //!
 //! | Variable | Accepted | Default |
 //! |---|---|---|
-//! | `COMMCHECK_CASE_TIMEOUT_MS` | per-case watchdog, whole milliseconds from 100 to 3 600 000 | 20 000 |
+//! | `COMMCHECK_CASE_TIMEOUT_MS` | per-case watchdog (how long no rank may make progress), whole milliseconds from 100 to 3 600 000 | 20 000 |
 //! | `COMMCHECK_SEED` | base seed, a decimal `u64` (replays a run: the seed is in every result file) | under nextest, derived from `NEXTEST_RUN_ID` (one seed for the run's processes); else from the clock; recorded |
 //! | `COMMCHECK_JOBS` | cases run at once, 1 to 256: by [`crate::run_cases`] and `commcheck-report certify`, and by a vendor's `cargo test` unless `--test-threads` is given | 2 (`cargo test`: libtest's default, one per CPU) |
 //! | `COMMCHECK_ISOLATION` | `thread` (cases in this process) or `process` (each case in a child process: aborts and segfaults become `crash`) | `thread` |

@@ -205,9 +205,31 @@ struct Call {
     limit: Duration,
 }
 
-/// The call a rank thread is in, if any (see [`guarded`]).
-#[derive(Default)]
-pub(crate) struct CallWatch(Mutex<Option<Call>>);
+/// What the supervisor sees of a rank thread: the call it is in, if any
+/// (see [`guarded`]), and when it last made progress (a call into the
+/// backend returned, or it raised a signal).
+pub(crate) struct CallWatch {
+    call: Mutex<Option<Call>>,
+    moved: Mutex<Instant>,
+}
+
+impl Default for CallWatch {
+    fn default() -> Self {
+        Self {
+            call: Mutex::new(None),
+            moved: Mutex::new(Instant::now()),
+        }
+    }
+}
+
+/// Records that the rank thread this is made progress (see [`run_ranks`]).
+pub(crate) fn progressed() {
+    WATCH.with(|watch| {
+        if let Some(watch) = watch.borrow().as_ref() {
+            *guard(&watch.moved) = Instant::now();
+        }
+    });
+}
 
 /// What a rank thread needs to cross-check a completion report with the
 /// harness's observer: its journal, and the observer query (typed by the
@@ -261,7 +283,25 @@ pub(crate) const SETUP: &str = "setup";
 /// once with a failure of `invariant` (or, for another case's invariant, an
 /// inconclusive verdict attributing the hang to `invariant`), instead of
 /// waiting for the case watchdog.
+///
+/// Its return is the rank's progress for the case watchdog (see
+/// [`run_ranks`]); a poll, whose return may change nothing, is [`polled`].
 pub(crate) fn guarded<T>(
+    what: &'static str,
+    invariant: &'static str,
+    limit: Duration,
+    call: impl FnOnce() -> T,
+) -> T {
+    let result = polled(what, invariant, limit, call);
+    progressed();
+    result
+}
+
+/// [`guarded`] for a poll (`is_complete()`, `resources_releasable()`): its
+/// return is no progress, since a rank polling work that never completes is
+/// as stuck as one blocked in `wait()`. The caller records progress when
+/// the answer moves the rank on ([`progressed`]).
+pub(crate) fn polled<T>(
     what: &'static str,
     invariant: &'static str,
     limit: Duration,
@@ -269,14 +309,14 @@ pub(crate) fn guarded<T>(
 ) -> T {
     let watch = WATCH.with(|watch| watch.borrow().clone());
     let Some(watch) = watch else { return call() };
-    let previous = guard(&watch.0).replace(Call {
+    let previous = guard(&watch.call).replace(Call {
         what,
         invariant,
         started: Instant::now(),
         limit,
     });
     let result = call();
-    *guard(&watch.0) = previous;
+    *guard(&watch.call) = previous;
     result
 }
 
@@ -563,6 +603,7 @@ impl<'w, H: Harness> RankCtx<'w, H> {
 
     /// Raises a host-side signal every rank can wait for.
     pub fn signal(&self, name: &str) {
+        progressed();
         self.signals.raise(name);
     }
 
@@ -584,8 +625,17 @@ pub(crate) enum WorldEnd {
     /// A rank panicked, or its process died; `message` says which
     /// (`panicked: ...`).
     Crashed { rank: usize, message: String },
-    /// Not every rank returned in time.
+    /// Not every rank returned, and none of the world's ranks made progress
+    /// for a whole case watchdog: a hang.
     TimedOut { ranks: Vec<usize> },
+    /// Not every rank returned by the ceiling ([`overrun`]), but the world
+    /// was still making progress (its last progress `idle` before): too slow
+    /// on this machine now to tell a hang from load, so it proves nothing.
+    Overran {
+        ranks: Vec<usize>,
+        ran: Duration,
+        idle: Duration,
+    },
     /// A rank blocked in a call the kit expects to return at once (see
     /// [`guarded`]).
     Blocked {
@@ -602,8 +652,9 @@ pub(crate) type Script<H> = Arc<dyn Fn(&RankCtx<'_, H>) -> Check + Send + Sync>;
 /// Runs `script` on every rank of a fresh `ranks`-rank world, under a watchdog.
 ///
 /// World creation, every rank thread and every drop of rank state happen on
-/// supervised threads: a hang anywhere becomes `TimedOut`, a panic anywhere
-/// `Crashed`, and the caller always gets an answer within `limit`.
+/// supervised threads: a hang anywhere becomes `TimedOut` (nothing moved for
+/// `limit`), a panic anywhere `Crashed`, and the caller always gets an answer
+/// within [`overrun`]`(limit)`.
 pub(crate) fn run_world<H: Harness>(
     harness: Arc<H>,
     ranks: usize,
@@ -758,7 +809,8 @@ pub(crate) fn run_ranks<H: Harness>(
         );
     }
     drop(report);
-    let deadline = Instant::now() + limit;
+    let started = Instant::now();
+    let ceiling = started + overrun(limit);
     let mut results: Vec<Option<Check>> = (0..local).map(|_| None).collect();
     while results.iter().any(Option::is_none) {
         if let Some(blocked) = blocked(&watches, first) {
@@ -767,7 +819,15 @@ pub(crate) fn run_ranks<H: Harness>(
         if let Some(end) = interrupt() {
             return end;
         }
-        let remaining = deadline.saturating_duration_since(Instant::now());
+        // The watchdog runs from the ranks' last progress, never past the
+        // ceiling: a loaded machine slows a world down but does not stop it.
+        let moved = watches
+            .iter()
+            .map(|watch| *guard(&watch.moved))
+            .fold(started, Instant::max);
+        let remaining = (moved + limit)
+            .min(ceiling)
+            .saturating_duration_since(Instant::now());
         match reports.recv_timeout(remaining.min(WATCH_PERIOD)) {
             Ok((rank, Ok(check))) => results[rank - first] = Some(check),
             Ok((rank, Err(payload))) => {
@@ -781,11 +841,33 @@ pub(crate) fn run_ranks<H: Harness>(
                 let ranks = (first..first + local)
                     .filter(|r| results[*r - first].is_none())
                     .collect();
+                let idle = moved.elapsed();
+                if idle < limit {
+                    return WorldEnd::Overran {
+                        ranks,
+                        ran: started.elapsed(),
+                        idle,
+                    };
+                }
                 return WorldEnd::TimedOut { ranks };
             }
         }
     }
     WorldEnd::Finished(results.into_iter().flatten().collect())
+}
+
+/// The most a world may run while its ranks still make progress: this many
+/// case watchdogs (`COMMCHECK_CASE_TIMEOUT_MS`). The watchdog itself counts
+/// from the last progress of any rank (a call into the backend returned, a
+/// signal raised), so only a world where nothing moved for a whole watchdog
+/// period is hung; one still moving at the ceiling is
+/// [`WorldEnd::Overran`], which proves nothing either way.
+pub(crate) const CEILING: u32 = 6;
+
+/// The ceiling of a world's run for the case watchdog `limit` (see
+/// [`CEILING`]).
+pub(crate) fn overrun(limit: Duration) -> Duration {
+    limit.saturating_mul(CEILING)
 }
 
 /// How often the supervisor looks at the ranks' guarded calls.
@@ -795,7 +877,7 @@ pub(crate) const WATCH_PERIOD: Duration = Duration::from_millis(20);
 /// watches are those of ranks `first..`).
 fn blocked(watches: &[Arc<CallWatch>], first: usize) -> Option<WorldEnd> {
     watches.iter().enumerate().find_map(|(offset, watch)| {
-        let call = guard(&watch.0).clone()?;
+        let call = guard(&watch.call).clone()?;
         (call.started.elapsed() >= call.limit).then(|| WorldEnd::Blocked {
             rank: first + offset,
             what: call.what.to_owned(),
@@ -871,7 +953,12 @@ pub fn run_script<H: Harness>(
             }
         }
         WorldEnd::Crashed { rank, message } => Err(format!("rank {rank} {message}")),
-        WorldEnd::TimedOut { ranks } => Err(format!("rank(s) {ranks:?} timed out after {limit:?}")),
+        WorldEnd::TimedOut { ranks } => Err(format!(
+            "rank(s) {ranks:?} timed out: nothing moved for {limit:?}"
+        )),
+        WorldEnd::Overran { ranks, ran, .. } => Err(format!(
+            "rank(s) {ranks:?} still running after {ran:?}, though not hung (the machine is too slow now)"
+        )),
         WorldEnd::Blocked {
             rank,
             what,

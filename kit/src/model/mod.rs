@@ -239,9 +239,13 @@ pub fn check_sequence_with<H: Harness>(
         WorldEnd::TimedOut { ranks } => Err(world_failure(
             hint,
             format!(
-                "rank(s) {ranks:?} did not return within {:?} (hang)",
+                "rank(s) {ranks:?} did not return, and nothing moved for {:?} (hang)",
                 options.limit
             ),
+        )),
+        WorldEnd::Overran { ranks, ran, .. } => Err(world_failure(
+            hint,
+            format!("rank(s) {ranks:?} still running after {ran:?}, though not hung: too slow here to check"),
         )),
         WorldEnd::Blocked {
             rank,

@@ -1384,7 +1384,7 @@ impl<'c, 'w, H: Harness> Runner<'c, 'w, H> {
                     .second
                     .as_ref()
                     .is_some_and(Handle::resources_releasable),
-                Reader::Observer => crate::world::guarded(
+                Reader::Observer => crate::world::polled(
                     "resources_releasable() (observer)",
                     "EXC-8",
                     slack::BLOCKED,

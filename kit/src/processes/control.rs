@@ -34,8 +34,10 @@ pub(crate) enum End {
     Finished(Check),
     /// Its rank panicked (the message says where).
     Crashed(String),
-    /// Its rank did not return within the watchdog.
+    /// Its rank did not return, and made no progress for a whole watchdog.
     TimedOut,
+    /// Its rank had not returned by the ceiling, though not hung.
+    Overran { ran_ms: u64, idle_ms: u64 },
     /// Its rank blocked in a call that must return at once.
     Blocked {
         what: String,

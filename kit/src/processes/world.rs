@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use super::control::{Control, End, Message, Outcome, Stop};
 use super::GRACE;
 use crate::harness::Harness;
-use crate::world::{run_ranks, Ranks, Run, Script, Signals, WorldEnd};
+use crate::world::{overrun, run_ranks, Ranks, Run, Script, Signals, WorldEnd};
 
 /// Runs a world of `ranks` ranks on processes `0..ranks` (see the module docs).
 pub(crate) fn run_world_across<H: Harness>(
@@ -25,6 +25,7 @@ pub(crate) fn run_world_across<H: Harness>(
     let epoch = control.next_epoch();
     let me = control.rank();
     let marks = run.journal.marks();
+    let started = Instant::now();
     let end = if me < ranks {
         let relaying = Arc::clone(control);
         let signals = Arc::new(Signals::relayed(Box::new(move |name| {
@@ -60,7 +61,8 @@ pub(crate) fn run_world_across<H: Harness>(
             journal: run.journal.since(marks),
         },
     });
-    let deadline = Instant::now() + limit + GRACE;
+    // A rank still moving may run to the ceiling (see `world::overrun`).
+    let deadline = started + overrun(limit) + GRACE;
     let ends: Vec<Result<End, Stop>> = (0..control.size())
         .map(|from| {
             if from == me {
@@ -87,6 +89,10 @@ fn local_end(end: WorldEnd) -> End {
         WorldEnd::Finished(mut checks) => End::Finished(checks.pop().unwrap_or(Ok(()))),
         WorldEnd::Crashed { message, .. } => End::Crashed(message),
         WorldEnd::TimedOut { .. } => End::TimedOut,
+        WorldEnd::Overran { ran, idle, .. } => End::Overran {
+            ran_ms: millis(ran),
+            idle_ms: millis(idle),
+        },
         WorldEnd::Blocked {
             what,
             invariant,
@@ -95,18 +101,24 @@ fn local_end(end: WorldEnd) -> End {
         } => End::Blocked {
             what,
             invariant,
-            limit_ms: u64::try_from(limit.as_millis()).unwrap_or(u64::MAX),
+            limit_ms: millis(limit),
         },
     }
 }
 
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
 /// The world's end from every process's end, the same on every process: the
-/// first process (in rank order) that was lost, crashed, blocked or timed
-/// out decides it; otherwise every rank's check, in rank order. A lost or
+/// first process (in rank order) that was lost, crashed or blocked decides
+/// it; then one that overran, one that timed out; otherwise every rank's
+/// check, in rank order. A lost or
 /// silent process also breaks the process world: no later case can run.
 fn combine(control: &Control, ranks: usize, ends: Vec<Result<End, Stop>>) -> WorldEnd {
     let mut checks = Vec::with_capacity(ranks);
     let mut timed_out = Vec::new();
+    let mut overran = None;
     for (rank, end) in ends.into_iter().enumerate() {
         match end {
             Err(Stop::Lost(reason)) => {
@@ -135,9 +147,21 @@ fn combine(control: &Control, ranks: usize, ends: Vec<Result<End, Stop>>) -> Wor
                 }
             }
             Ok(End::TimedOut) => timed_out.push(rank),
+            Ok(End::Overran { ran_ms, idle_ms }) => {
+                overran.get_or_insert(WorldEnd::Overran {
+                    ranks: vec![rank],
+                    ran: Duration::from_millis(ran_ms),
+                    idle: Duration::from_millis(idle_ms),
+                });
+            }
             Ok(End::Finished(check)) => checks.push(check),
             Ok(End::Absent | End::Abandoned) => {}
         }
+    }
+    // A rank still moving at the ceiling means the world was not hung, even
+    // where a rank waiting for it saw nothing move in its own process.
+    if let Some(overran) = overran {
+        return overran;
     }
     if !timed_out.is_empty() || checks.len() < ranks {
         // An abandoned rank with no crash anywhere cannot happen; were it

@@ -128,7 +128,16 @@ fn classify<H: Harness>(
         WorldEnd::TimedOut { ranks } => (
             Verdict::Timeout,
             Some(format!(
-                "rank(s) {ranks:?}{world} did not finish within {limit:?} (hung in backend or harness code)"
+                "rank(s) {ranks:?}{world} did not finish, and no rank made progress for {limit:?} (hung in backend \
+                 or harness code)"
+            )),
+        ),
+        WorldEnd::Overran { ranks, ran, idle } => (
+            Verdict::Inconclusive,
+            Some(format!(
+                "{}: inconclusive, {id} not checked: rank(s) {ranks:?}{world} had not finished after {ran:?} but were \
+                 not hung (the last progress {idle:?} before): this machine is too slow now to finish the case",
+                case.name()
             )),
         ),
         WorldEnd::Blocked {

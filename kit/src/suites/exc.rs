@@ -874,12 +874,16 @@ fn second_reading<H: Harness>(
     if let Some(observer) = optional_observer(ctx, completion) {
         if observer.resources_releasable().is_some() {
             return Some(Box::new(move || {
-                guarded(
+                let releasable = crate::world::polled(
                     "resources_releasable() (observer)",
                     "EXC-8",
                     slack::BLOCKED,
                     || observer.resources_releasable().unwrap_or(false),
-                )
+                );
+                if releasable {
+                    crate::world::progressed();
+                }
+                releasable
             }));
         }
     }
