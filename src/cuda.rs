@@ -40,6 +40,9 @@ pub struct CudaHarness {
     /// Devices of finished worlds with nothing in flight, reused by the next
     /// world (a context per world, without paying for one each time).
     idle: Arc<Mutex<Vec<CudaDevice>>>,
+    /// The instruments offered ([`Instruments::ALL`] unless
+    /// [`CudaHarness::with_instruments`] says otherwise).
+    instruments: Instruments,
 }
 
 /// Devices kept for reuse at most (ones still draining included).
@@ -87,7 +90,22 @@ impl CudaHarness {
             info,
             required: commcheck_cuda::cuda_required().map_err(|e| e.to_string()),
             idle: Arc::new(Mutex::new(idle)),
+            instruments: Instruments::ALL,
         }
+    }
+
+    /// Offers only `instruments`: with [`Instruments::NONE`], the black-box
+    /// run of an eager, asynchronous backend, as a vendor without
+    /// instruments would certify theirs.
+    ///
+    /// ```
+    /// use commcheck::{Harness, Instruments};
+    /// let black_box = commcheck_reference::cuda::CudaHarness::new().with_instruments(Instruments::NONE);
+    /// assert_eq!(black_box.instruments(), Instruments::NONE);
+    /// ```
+    pub fn with_instruments(mut self, instruments: Instruments) -> Self {
+        self.instruments = instruments;
+        self
     }
 
     /// `Ok` when a device was opened here; otherwise why CUDA is not usable.
@@ -214,7 +232,7 @@ impl Harness for CudaHarness {
     }
 
     fn instruments(&self) -> Instruments {
-        Instruments::ALL
+        self.instruments
     }
 
     fn world_sizes(&self) -> WorldSizes {
@@ -396,17 +414,26 @@ impl Harness for CudaHarness {
     }
 
     fn hold(&self, _rank: &CudaRank, executor: &CudaExecutor) -> Option<HoldGuard> {
+        if !self.instruments.hold {
+            return None;
+        }
         let hold = executor.hold().ok()?;
         Some(HoldGuard::new(move || hold.release()))
     }
 
     fn probe(&self, rank: &CudaRank, tensor: &CudaTensor) -> Option<Probe> {
+        if !self.instruments.probe {
+            return None;
+        }
         let device = rank.device.clone();
         let id = tensor.storage_id();
         Some(Probe::new(move || device.storage_live(id)))
     }
 
     fn ledger(&self, rank: &CudaRank) -> Option<Ledger> {
+        if !self.instruments.ledger {
+            return None;
+        }
         let snapshot = rank.device.ledger();
         Some(Ledger {
             storages: snapshot.storages,
@@ -419,11 +446,17 @@ impl Harness for CudaHarness {
     }
 
     fn inject_fault(&self, _rank: &CudaRank, executor: &CudaExecutor) -> bool {
+        if !self.instruments.fault {
+            return false;
+        }
         executor.inject_fault();
         true
     }
 
     fn fail_next_submission(&self, _rank: &CudaRank, executor: &CudaExecutor) -> bool {
+        if !self.instruments.submission_fault {
+            return false;
+        }
         executor.fail_next_submission();
         true
     }
@@ -436,12 +469,18 @@ impl Harness for CudaHarness {
     }
 
     fn observer(&self, completion: CompletionRef<'_, Self>) -> Option<Observer> {
+        if !self.instruments.observer {
+            return None;
+        }
         Some(observer(match completion {
             CompletionRef::Plain(c) | CompletionRef::Communication(c) => c.observer(),
         }))
     }
 
     fn wire_log(&self, route: &CudaRoute) -> Option<Vec<WireRecord>> {
+        if !self.instruments.wire_log {
+            return None;
+        }
         Some(
             route
                 .wire_log()

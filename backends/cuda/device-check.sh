@@ -9,13 +9,20 @@
 #                                         # target/cuda-device): prints the driver,
 #                                         # `ldd --version` and the CUDA libraries
 #                                         # found, runs the device tests, certifies
-#                                         # the backend (COMMCHECK_REQUIRE_CUDA=1:
-#                                         # nothing may be not-supported for want of
-#                                         # a GPU) and writes its report, proves
-#                                         # every planted defect is caught, then the
-#                                         # all-reduce benchmark; all into $OUT
-#                                         # (default target/cuda-device/out). Check
-#                                         # the report in under reports/cuda/.
+#                                         # the backend ${REPEATS:-10} times
+#                                         # (COMMCHECK_REQUIRE_CUDA=1: nothing may be
+#                                         # not-supported for want of a GPU; each
+#                                         # run's counts in repeats.txt) and writes
+#                                         # the first run's report, certifies it with
+#                                         # no instruments (black-box), runs the
+#                                         # precision matrix (each planted defect
+#                                         # against the whole catalogue, each in a
+#                                         # process of its own), then the all-reduce
+#                                         # benchmark; all packed into
+#                                         # $OUT/device-check.tar.gz (default
+#                                         # target/cuda-device/out), at most 8 files
+#                                         # come back. Check the reports in under
+#                                         # reports/cuda/.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 dir=target/cuda-device
@@ -36,10 +43,11 @@ build)
   {
     cargo test -p commcheck-cuda --release --no-run --message-format=json
     cargo bench -p commcheck-cuda --no-run --message-format=json
-    cargo test --release --features cuda --test certify_cuda --test cuda_mutants --no-run --message-format=json
+    cargo test --release --features cuda --test certify_cuda --test certify_cuda_black_box --test cuda_mutants \
+      --no-run --message-format=json
   } | executables | sort -u | while read -r exe; do
     name=$(basename "$exe" | sed 's/-[0-9a-f]*$//')
-    case "$name" in device | all_reduce | certify_cuda | cuda_mutants) cp "$exe" "$dir/$name" ;; esac
+    case "$name" in device | all_reduce | certify_cuda | certify_cuda_black_box | cuda_mutants) cp "$exe" "$dir/$name" ;; esac
   done
   cargo build --release -p commcheck-report --no-default-features --quiet
   cp target/release/commcheck-report "$dir/"
@@ -64,21 +72,38 @@ run)
   status=0
   echo "== device tests"
   timeout 240 "$dir/device" 2>&1 | tee "$out/device-tests.txt" || status=1
-  echo "== certify: the kit against the CUDA backend"
+  # certify NAME BINARY: one certification, its log and report under $work/NAME.
+  work=$(mktemp -d)
+  certify() {
+    local name=$1 binary=$2 results
+    results=$(mktemp -d)
+    COMMCHECK_RESULTS_DIR="$results" timeout "${CERTIFY_TIMEOUT:-300}" "$dir/$binary" --test-threads 4 \
+      >"$work/$name.log" 2>&1 || status=1
+    grep -E '^(fail|timeout|crash|flaky|inconclusive): ' "$work/$name.log" | cut -c1-400 | head -n 60 || true
+    grep -E '^commcheck [A-Z0-9]+: |^test result' "$work/$name.log" || tail -n 20 "$work/$name.log"
+    "$dir/commcheck-report" report "$results" --out "$work/$name-report" 2>&1 | tail -n 3 || status=1
+    rm -rf "$results"
+  }
+  echo "== certify: the kit against the CUDA backend, ${REPEATS:-10} times"
   # Four cases at a time: each world has a context of its own.
-  # The per-case records stay out of $OUT: the device tool brings back a
-  # limited number of files, and the report is what matters.
-  results=$(mktemp -d)
-  COMMCHECK_RESULTS_DIR="$results" timeout "${CERTIFY_TIMEOUT:-300}" "$dir/certify_cuda" --test-threads 4 \
-    >"$out/certify.log" 2>&1 || status=1
-  grep -E '^(fail|timeout|crash|flaky|inconclusive): ' "$out/certify.log" | cut -c1-400 | head -n 60 || true
-  grep -E '^commcheck [A-Z0-9]+: |^test result' "$out/certify.log" || tail -n 20 "$out/certify.log"
-  "$dir/commcheck-report" report "$results" --out "$out/report" 2>&1 | tail -n 5 || status=1
-  echo "== mutants: every planted defect fails its own invariant's check"
-  timeout "${MUTANTS_TIMEOUT:-400}" "$dir/cuda_mutants" >"$out/mutants.log" 2>&1 || status=1
-  grep -E '^test |^test result' "$out/mutants.log" || tail -n 20 "$out/mutants.log"
+  for run in $(seq 1 "${REPEATS:-10}"); do
+    echo "-- run $run"
+    certify "certify-$run" certify_cuda
+    printf 'run %s: %s\n' "$run" "$(grep -E '^test result' "$work/certify-$run.log" | tail -n 1)" >>"$out/repeats.txt"
+  done
+  cat "$out/repeats.txt"
+  echo "== certify: black-box (no instruments)"
+  certify black-box certify_cuda_black_box
+  echo "== precision matrix: every planted defect against the whole catalogue"
+  timeout "${MUTANTS_TIMEOUT:-540}" "$dir/cuda_mutants" >"$work/mutants.log" 2>&1 || status=1
+  grep -E '^precision matrix: |^test result' "$work/mutants.log" || tail -n 20 "$work/mutants.log"
+  grep -E '^test .* FAILED$' "$work/mutants.log" || true
   echo "== all_reduce benchmark"
-  COMMCHECK_BENCH_OUT="$out/bench.md" timeout 240 "$dir/all_reduce" 2>&1 | tee "$out/bench-log.txt" || status=1
+  COMMCHECK_BENCH_OUT="$work/bench.md" timeout 240 "$dir/all_reduce" >"$work/bench-log.txt" 2>&1 || status=1
+  tail -n 12 "$work/bench-log.txt"
+  # At most 8 files come back: the logs and reports travel as one archive.
+  tar -C "$work" -czf "$out/device-check.tar.gz" . || status=1
+  cp "$work/certify-1-report/report.md" "$out/" 2>/dev/null || true
   echo "== device check: exit $status"
   exit "$status"
   ;;

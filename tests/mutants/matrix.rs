@@ -1,12 +1,39 @@
 //! The precision matrix's rules, shared by the in-process matrix
-//! (`tests/mutants`) and the one across processes (`tests/processes.rs`):
-//! which invariants a defect may fail, and what a row's problems are.
+//! (`tests/mutants`), the one across processes (`tests/processes.rs`) and the
+//! CUDA backend's (`tests/cuda_mutants.rs`): which invariants a defect may
+//! fail, and what a row's problems are.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use commcheck::{CaseResult, RunResults, Verdict};
 use commcheck_cpu::Defect;
+
+/// A planted defect of some backend: its name, the invariant it breaks, and
+/// the other invariants it may fail ([`OVERLAPS`]).
+pub trait Planted: Copy + PartialEq + std::fmt::Display {
+    fn name(self) -> &'static str;
+    fn invariant(self) -> &'static str;
+    /// The declared overlaps: [`OVERLAPS`]' entries of the CPU defect of
+    /// the same name (the same behaviour breaks the same wording; every
+    /// shared name breaks the same invariant on both backends).
+    fn overlaps(self) -> Vec<&'static str> {
+        OVERLAPS
+            .iter()
+            .filter(|(d, _, _)| d.name() == self.name())
+            .map(|(_, id, _)| *id)
+            .collect()
+    }
+}
+
+impl Planted for Defect {
+    fn name(self) -> &'static str {
+        Defect::name(self)
+    }
+    fn invariant(self) -> &'static str {
+        Defect::invariant(self)
+    }
+}
 
 /// Invariants a defect may fail besides its own: `(defect, ID, why)`, where
 /// *why* quotes the contract's wording (INVARIANTS.md) that makes the defect a violation of
@@ -126,13 +153,13 @@ pub const OVERLAPS: &[(Defect, &str, &str)] = &[
 ];
 
 /// One row of the matrix: what the whole catalogue found for one defect.
-pub struct Row {
-    pub defect: Defect,
+pub struct Row<D: Planted = Defect> {
+    pub defect: D,
     pub results: RunResults,
     pub wall: Duration,
 }
 
-impl Row {
+impl<D: Planted> Row<D> {
     /// The verdicts of the failing cases, per invariant.
     pub fn failing(&self) -> BTreeMap<&str, Vec<Verdict>> {
         let mut ids: BTreeMap<&str, Vec<Verdict>> = BTreeMap::new();
@@ -249,7 +276,7 @@ impl Row {
             if case.verdict.is_failure()
                 && case.verdict != Verdict::Flaky
                 && case.invariant != id
-                && !overlaps(defect).any(|other| other == case.invariant)
+                && !defect.overlaps().contains(&case.invariant.as_str())
             {
                 stray.entry(case.invariant.as_str()).or_default().push(case);
             }
@@ -296,12 +323,4 @@ fn counts(ids: &BTreeMap<&str, Vec<Verdict>>) -> String {
         })
         .collect::<Vec<_>>()
         .join(" ")
-}
-
-/// The declared overlaps of `defect`.
-pub fn overlaps(defect: Defect) -> impl Iterator<Item = &'static str> {
-    OVERLAPS
-        .iter()
-        .filter(move |(d, _, _)| *d == defect)
-        .map(|(_, id, _)| *id)
 }

@@ -73,6 +73,27 @@ impl CudaExecutor {
         &self.shared.device
     }
 
+    /// A new executor on this one's stream: the `ForkSharesLane` defect's
+    /// fork (an identity and ledger count of its own, one lane).
+    pub(crate) fn share_stream(&self) -> Self {
+        let device = self.device();
+        device
+            .shared
+            .counters
+            .executors
+            .fetch_add(1, Ordering::SeqCst);
+        Self {
+            shared: Arc::new(ExecutorShared {
+                device: device.clone(),
+                lease: Arc::clone(&self.shared.lease),
+                submitting: Mutex::new(()),
+                fault: AtomicBool::new(false),
+                refuse: AtomicBool::new(false),
+                id: device.next_id(),
+            }),
+        }
+    }
+
     /// Its identity.
     pub fn id(&self) -> u64 {
         self.shared.id

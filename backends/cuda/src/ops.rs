@@ -29,6 +29,9 @@ impl SubmissionBackend for CudaBackend {
         executor: &CudaExecutor,
         count: usize,
     ) -> Result<Vec<CudaExecutor>, CudaError> {
+        if executor.device().has(Defect::ForkSharesLane) {
+            return Ok((0..count).map(|_| executor.share_stream()).collect());
+        }
         (0..count)
             .map(|_| CudaExecutor::new(executor.device()))
             .collect()
@@ -1201,10 +1204,14 @@ impl PointToPointBackend for CudaBackend {
                     message: message.address() + at,
                 });
             }
-            route.log(
-                &headers,
-                2 * layout.iter().map(|&(_, _, halves)| halves).sum::<u64>(),
-            );
+            let payload = 2 * layout.iter().map(|&(_, _, halves)| halves).sum::<u64>();
+            if device.has(Defect::SeparateHeaderMessage) {
+                // The defect: headers and payloads as two messages.
+                route.log(&headers, 0);
+                route.log(&[], payload);
+            } else {
+                route.log(&headers, payload);
+            }
             part.inputs = tensors.iter().collect();
             part.retained.push(Box::new(Arc::clone(&message)));
             part.device_owned.push(Box::new(header_slots));

@@ -132,7 +132,7 @@ impl Work {
             (Some(_), true) => Phase::Failed,
             (None, true) => Phase::Completed,
         };
-        Arc::new(Self {
+        let work = Arc::new(Self {
             operation: parts.operation,
             event: parts.event,
             started: parts.started,
@@ -155,7 +155,14 @@ impl Work {
                 device_done: terminal,
             }),
             changed: Condvar::new(),
-        })
+        });
+        // ErrorReleases: an error known at submission (an injected fault)
+        // is reported while the work is live, and the defect frees what the
+        // work still uses, as `publish` does for a later error.
+        if !terminal && work.has(Defect::ErrorReleases) && work.lock().error.is_some() {
+            work.drop_retained();
+        }
+        work
     }
 
     fn has(&self, defect: Defect) -> bool {
@@ -549,7 +556,12 @@ impl Completion for CudaCompletion {
             return self.report(error);
         }
         if self.work.has(Defect::WaitForDevice) {
-            while self.work.registry.unreleased() > 0 {
+            // Bounded (two seconds, past the kit's one-second block guard),
+            // as BlockingIsComplete is: a caller that itself holds a lane
+            // would otherwise wait forever, leaving its context behind for
+            // every later proof.
+            let until = std::time::Instant::now() + Duration::from_secs(2);
+            while self.work.registry.unreleased() > 0 && std::time::Instant::now() < until {
                 std::thread::sleep(Duration::from_millis(1));
             }
         }
