@@ -58,7 +58,7 @@ impl CpuProcesses {
     /// (every process calls this at the same point: the addresses are
     /// exchanged through `processes`).
     pub fn connect(processes: &Processes) -> Result<Arc<Self>, HarnessError> {
-        let listener = Listener::bind().map_err(HarnessError::new)?;
+        let listener = Listener::bind_configured().map_err(HarnessError::new)?;
         let addresses = processes
             .all_gather(listener.address().as_bytes())
             .map_err(HarnessError::new)?

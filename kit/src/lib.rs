@@ -245,7 +245,8 @@ pub use harness::{
 pub use matrix::Subject;
 pub use operation::Operation;
 pub use runner::results::{
-    Attributed, Calibration, CaseResult, DataCoverage, Evidence, RunResults, Sweep, Verdict,
+    Attributed, Calibration, CaseResult, DataCoverage, Evidence, RankPlace, RunResults, Sweep,
+    Verdict,
 };
 pub use runner::{main, run_cases, run_cases_with, run_with};
 pub use world::RankCtx;

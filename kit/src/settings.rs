@@ -11,6 +11,7 @@
 //! | `COMMCHECK_ISOLATION` | `thread` (cases in this process) or `process` (each case in a child process: aborts and segfaults become `crash`) | `thread` |
 //! | `COMMCHECK_RESULTS_DIR` | the results directory: one record per case, merged by `commcheck-report report` (see [`crate::runner::records`]) | `commcheck/<backend>` in cargo's target directory |
 //! | `COMMCHECK_RESULTS` | also write this process's whole run to this JSON file (for tools that merge launches) | not written |
+//! | `COMMCHECK_MESH_ADDRESS` | process worlds ([`crate::processes`]): the address the mesh binds and advertises, an IP address of this host, an interface name or a network (`10.0.0.0/24`); read by [`commcheck_mesh::configured_address`] when the mesh is built, a value matching no interface is an error listing them | loopback |
 //!
 //! ```
 //! use commcheck::settings::{Settings, SettingsError};

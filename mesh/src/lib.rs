@@ -1,7 +1,9 @@
 //! A full mesh of TCP connections between the processes of one launch.
 //!
 //! commcheck runs process-per-rank worlds: a launcher (`mpirun`) starts one
-//! process per rank, and the processes talk over loopback TCP. The kit's
+//! process per rank, and the processes talk over TCP: on loopback by
+//! default, or across hosts on the address [`ADDRESS_SETTING`] picks
+//! ([`Listener::bind_configured`]). The kit's
 //! control plane (case starts, host-side signals, verdicts) and the
 //! `commcheck-cpu` transport each build one mesh. MPI only starts the
 //! processes and exchanges the listeners' addresses: a socket reports a dead
@@ -33,6 +35,10 @@
 //! assert_eq!((mesh.rank(), mesh.size()), (0, 2));
 //! # Ok::<(), commcheck_mesh::MeshError>(())
 //! ```
+
+mod address;
+
+pub use address::{check_reachable, configured_address, place, resolve_address, ADDRESS_SETTING};
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
@@ -85,6 +91,9 @@ pub enum MeshError {
     /// The peers did not all connect in time, or said something unexpected.
     #[error("mesh: {0}")]
     Protocol(String),
+    /// [`ADDRESS_SETTING`] names no address of this host.
+    #[error("mesh: {0}")]
+    Setting(String),
 }
 
 fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> MeshError {
@@ -102,7 +111,20 @@ pub struct Listener {
 impl Listener {
     /// Binds `127.0.0.1` on a free port.
     pub fn bind() -> Result<Self, MeshError> {
-        let listener = TcpListener::bind("127.0.0.1:0").map_err(io("binding 127.0.0.1:0"))?;
+        Self::bind_at(std::net::IpAddr::from([127, 0, 0, 1]))
+    }
+
+    /// Binds the address [`ADDRESS_SETTING`] picks (loopback when unset) on
+    /// a free port: what the kit's control plane and the CPU backend's
+    /// transport listen on.
+    pub fn bind_configured() -> Result<Self, MeshError> {
+        Self::bind_at(configured_address()?)
+    }
+
+    /// Binds `ip` on a free port.
+    pub fn bind_at(ip: std::net::IpAddr) -> Result<Self, MeshError> {
+        let listener =
+            TcpListener::bind((ip, 0)).map_err(io(format!("binding {ip} on a free port")))?;
         let address = listener
             .local_addr()
             .map_err(io("reading the listener's address"))?
@@ -110,7 +132,7 @@ impl Listener {
         Ok(Self { listener, address })
     }
 
-    /// The address peers connect to (`127.0.0.1:port`).
+    /// The address peers connect to (`ip:port`, `[ip6]:port`).
     pub fn address(&self) -> &str {
         &self.address
     }
@@ -134,7 +156,9 @@ impl Listener {
         let deadline = Instant::now() + CONNECT_LIMIT;
         let mut streams: Vec<Option<TcpStream>> = (0..size).map(|_| None).collect();
         for (peer, address) in addresses.iter().enumerate().take(rank) {
-            let mut stream = connect_until(address, deadline)?;
+            let mut stream = connect_until(address, deadline).map_err(io(format!(
+                "rank {rank} connecting to rank {peer} at {address}"
+            )))?;
             let mut hello = [0u8; 8];
             hello[..4].copy_from_slice(&HELLO.to_be_bytes());
             hello[4..].copy_from_slice(&(rank as u32).to_be_bytes());
@@ -213,13 +237,11 @@ impl Listener {
     }
 }
 
-fn connect_until(address: &str, deadline: Instant) -> Result<TcpStream, MeshError> {
+fn connect_until(address: &str, deadline: Instant) -> Result<TcpStream, std::io::Error> {
     loop {
         match TcpStream::connect(address) {
             Ok(stream) => return Ok(stream),
-            Err(error) if Instant::now() >= deadline => {
-                return Err(io(format!("connecting to {address}"))(error))
-            }
+            Err(error) if Instant::now() >= deadline => return Err(error),
             Err(_) => std::thread::sleep(Duration::from_millis(10)),
         }
     }

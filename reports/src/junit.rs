@@ -100,6 +100,9 @@ fn properties(report: &Report) -> Vec<Property> {
         ("device".to_owned(), p.backend.device.clone()),
     ];
     properties.extend(p.eredu.iter().map(|(n, v)| (n.clone(), v.clone())));
+    if !p.ranks.is_empty() {
+        properties.push(("ranks".to_owned(), crate::markdown::ranks(&p.ranks)));
+    }
     properties.extend([
         ("rustc".to_owned(), p.rustc.clone()),
         (

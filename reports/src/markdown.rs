@@ -403,8 +403,10 @@ fn provenance(report: &Report) -> Option<Section> {
             "cases ran on".to_owned(),
             cell(&if p.ran_on.is_empty() {
                 "not recorded".to_owned()
-            } else {
+            } else if p.ranks.is_empty() {
                 p.ran_on.join(", ")
+            } else {
+                ranks(&p.ranks)
             }),
         ],
         vec![
@@ -583,4 +585,13 @@ pub fn render_capped(report: &Report, cap: usize) -> String {
         out.push_str(&section.body);
     }
     out
+}
+
+/// `rank 0: host (address); rank 1: ...` for a run across processes.
+pub(crate) fn ranks(ranks: &[commcheck::RankPlace]) -> String {
+    ranks
+        .iter()
+        .map(|r| format!("rank {}: {} ({})", r.rank, r.host, r.address))
+        .collect::<Vec<_>>()
+        .join("; ")
 }

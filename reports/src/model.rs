@@ -318,6 +318,10 @@ pub struct Provenance {
     /// N`); absent for worlds of threads in one process.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub processes: Option<usize>,
+    /// Where each rank ran (host name, mesh address), for a run across the
+    /// processes of a launch.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ranks: Vec<commcheck::RankPlace>,
     /// Why the run stopped early (a rank's process died or hung); absent
     /// for a whole run.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -83,6 +83,7 @@ impl Environment {
             seed: results.seed,
             calibration: results.calibration.clone(),
             processes: results.processes,
+            ranks: results.ranks.clone(),
             incomplete: results.incomplete.clone(),
             data: results.data.clone(),
             generated_unix: self.generated_unix,

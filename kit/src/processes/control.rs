@@ -120,6 +120,8 @@ pub(crate) struct Control {
     mesh: Mesh,
     inbox: Arc<Inbox>,
     epoch: AtomicU64,
+    /// Every process's mesh address, in rank order.
+    addresses: Vec<String>,
 }
 
 impl Control {
@@ -140,7 +142,13 @@ impl Control {
             mesh,
             inbox,
             epoch: AtomicU64::new(0),
+            addresses: addresses.to_vec(),
         }))
+    }
+
+    /// Every process's mesh address, in rank order.
+    pub(crate) fn addresses(&self) -> &[String] {
+        &self.addresses
     }
 
     pub(crate) fn rank(&self) -> usize {

@@ -11,8 +11,12 @@
 //! an exchange of the processes' outcomes, and every process reaches the same
 //! verdict (so retries stay in step).
 //!
-//! The processes talk over a loopback TCP mesh ([`commcheck_mesh`]); MPI
-//! (the `mpi` feature) gives the rank, the size and the mesh addresses.
+//! The processes talk over a TCP mesh ([`commcheck_mesh`]): on loopback, or
+//! across hosts on the address `COMMCHECK_MESH_ADDRESS` picks (an IP address,
+//! an interface name or a network; see [`commcheck_mesh::ADDRESS_SETTING`]).
+//! MPI (the `mpi` feature) gives the rank, the size and the mesh addresses;
+//! ranks on different hosts (or network namespaces) with loopback listeners
+//! are an error at once, naming the setting.
 //! A process that dies mid-case is seen at once as a closed connection: the
 //! case is a `crash` naming the dead rank, the run stops, and the result file
 //! says it is incomplete. A process that stops answering is a `timeout`
@@ -153,25 +157,37 @@ impl Processes {
                 )))
             }
         };
-        let listener = Listener::bind()?;
+        // Every rank learns every other's listener and place before any
+        // connects, so a rank that cannot be reached is an error at once.
+        let listener = Listener::bind_configured();
+        let address = listener.as_ref().map_or("", |l| l.address());
+        let entry = format!("{address}\t{}", commcheck_mesh::place());
         let mut mine = [0u8; ADDRESS_BYTES];
-        let address = listener.address().as_bytes();
-        if address.len() > ADDRESS_BYTES {
+        if entry.len() > ADDRESS_BYTES {
             return Err(ProcessError::Launcher(format!(
-                "the mesh address {} is longer than {ADDRESS_BYTES} bytes",
-                listener.address()
+                "the mesh address and place {entry:?} are longer than {ADDRESS_BYTES} bytes"
             )));
         }
-        mine[..address.len()].copy_from_slice(address);
+        mine[..entry.len()].copy_from_slice(entry.as_bytes());
         let mut all = vec![0u8; ADDRESS_BYTES * size];
         world.all_gather_into(&mine[..], &mut all[..]);
-        let addresses = all
+        // After the all-gather, so that no rank waits on one that failed to bind.
+        let listener = listener?;
+        let (addresses, places): (Vec<String>, Vec<String>) = all
             .chunks(ADDRESS_BYTES)
             .map(|chunk| {
                 let end = chunk.iter().position(|b| *b == 0).unwrap_or(chunk.len());
-                String::from_utf8_lossy(&chunk[..end]).into_owned()
+                let entry = String::from_utf8_lossy(&chunk[..end]).into_owned();
+                let (address, place) = entry.split_once('\t').unwrap_or((&entry, ""));
+                (address.to_owned(), place.to_owned())
             })
-            .collect::<Vec<_>>();
+            .unzip();
+        if let Some(rank) = addresses.iter().position(String::is_empty) {
+            return Err(ProcessError::Launcher(format!(
+                "rank {rank} could not bind its mesh listener (its own error says why)"
+            )));
+        }
+        commcheck_mesh::check_reachable(&addresses, &places)?;
         let mut processes = Self::connect(listener, rank, &addresses)?;
         processes.universe = Some(universe);
         Ok(processes)
@@ -202,6 +218,7 @@ impl Processes {
     }
 }
 
-/// Bytes of one mesh address in the MPI all-gather (`127.0.0.1:port`, padded).
+/// Bytes of one rank's mesh address and place in the MPI all-gather
+/// (`ip:port`, a tab, `host/net:[inode]`, padded).
 #[cfg(feature = "mpi")]
-const ADDRESS_BYTES: usize = 64;
+const ADDRESS_BYTES: usize = 320;

@@ -10,7 +10,7 @@ use super::{ProcessError, Processes};
 use crate::case::Case;
 use crate::catalogue::catalogue_within;
 use crate::harness::Harness;
-use crate::runner::results::{CaseResult, RunResults};
+use crate::runner::results::{CaseResult, RankPlace, RunResults};
 use crate::runner::{
     command_line, execute_with, open_records, picked, report, run_trials, settings_or_exit,
     summary, write_results,
@@ -93,18 +93,40 @@ fn follow<H: Harness>(
     }
 }
 
-/// The results so far, marked incomplete with `why` when given.
+/// The results so far, marked incomplete with `why` when given; `ranks`
+/// says where each rank ran.
 fn results<H: Harness>(
     harness: &H,
-    processes: usize,
+    ranks: &[RankPlace],
     base: u64,
     cases: Vec<CaseResult>,
     incomplete: Option<String>,
 ) -> RunResults {
     let mut results = summary(harness, base, cases);
-    results.processes = Some(processes);
+    results.processes = Some(ranks.len());
     results.incomplete = incomplete;
+    let mut hosts: Vec<String> = ranks.iter().map(|r| r.host.clone()).collect();
+    hosts.sort();
+    hosts.dedup();
+    results.hosts = hosts;
+    results.ranks = ranks.to_vec();
     results
+}
+
+/// Where every rank runs: each process's host name, exchanged, beside its
+/// mesh address (every process calls this at the start of a run).
+fn places(control: &Control) -> Result<Vec<RankPlace>, ProcessError> {
+    let hosts = control.all_gather(crate::build::hostname().as_bytes())?;
+    Ok(hosts
+        .into_iter()
+        .zip(control.addresses())
+        .enumerate()
+        .map(|(rank, (host, address))| RankPlace {
+            rank,
+            host: String::from_utf8_lossy(&host).into_owned(),
+            address: address.clone(),
+        })
+        .collect())
 }
 
 /// Runs the cases `select` picks across the processes of the launch, one at
@@ -122,6 +144,7 @@ pub fn run_cases_across<H: Harness>(
     let (base, limit) = (settings.base_seed(), settings.case_timeout);
     let control = &processes.control;
     let harness = Arc::new(harness);
+    let ranks = places(control)?;
     if control.rank() != 0 {
         return follow(control, &harness, limit).map(|()| None);
     }
@@ -146,13 +169,7 @@ pub fn run_cases_across<H: Harness>(
             cases.len()
         )
     });
-    Ok(Some(results(
-        &*harness,
-        control.size(),
-        base,
-        done,
-        incomplete,
-    )))
+    Ok(Some(results(&*harness, &ranks, base, done, incomplete)))
 }
 
 /// [`crate::main()`] across the processes of a launch: run by every process
@@ -175,6 +192,13 @@ pub fn main_across<H: Harness>(processes: Processes, harness: H) -> ! {
     }
     let control = Arc::clone(&processes.control);
     let harness = Arc::new(harness);
+    let ranks = match places(&control) {
+        Ok(ranks) => Arc::new(ranks),
+        Err(error) => {
+            eprintln!("commcheck (rank {}): {error}", control.rank());
+            processes.exit(1);
+        }
+    };
     if control.rank() != 0 {
         let code = match follow(&control, &harness, limit) {
             Ok(()) => 0,
@@ -202,8 +226,12 @@ pub fn main_across<H: Harness>(processes: Processes, harness: H) -> ! {
         move |case: &Case<H>| lead(&control, &harness, case, base, limit)
     };
     let done = {
-        let (control, harness, ran) =
-            (Arc::clone(&control), Arc::clone(&harness), Arc::clone(&ran));
+        let (control, harness, ran, ranks) = (
+            Arc::clone(&control),
+            Arc::clone(&harness),
+            Arc::clone(&ran),
+            Arc::clone(&ranks),
+        );
         let settings = settings.clone();
         move |result: &CaseResult| {
             let mut ran = ran.lock().unwrap_or_else(|p| p.into_inner());
@@ -211,7 +239,7 @@ pub fn main_across<H: Harness>(processes: Processes, harness: H) -> ! {
             let why = control.broken().unwrap_or_else(|| {
                 format!("the run has not finished: {} case(s) ran so far", ran.len())
             });
-            let snapshot = results(&*harness, size, base, ran.clone(), Some(why));
+            let snapshot = results(&*harness, &ranks, base, ran.clone(), Some(why));
             let written = write_results(&snapshot, &settings);
             if let Some(broken) = control.broken() {
                 eprintln!("commcheck: stopping after {}: {broken}", result.name);
@@ -237,7 +265,7 @@ pub fn main_across<H: Harness>(processes: Processes, harness: H) -> ! {
     control.broadcast(&Message::Done);
     if let Some(cases) = cases {
         report(
-            &results(&*harness, size, base, cases, None),
+            &results(&*harness, &ranks, base, cases, None),
             records.as_deref(),
             &settings,
             &args,

@@ -394,6 +394,7 @@ pub(crate) fn summary<H: Harness>(harness: &H, seed: u64, cases: Vec<CaseResult>
         data: Some(results::DataCoverage::of(harness)),
         build: Some(crate::build::Build::this()),
         hosts: vec![crate::build::hostname()],
+        ranks: Vec::new(),
     }
 }
 

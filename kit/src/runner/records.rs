@@ -472,6 +472,7 @@ pub fn collect(dir: &Path) -> Result<Collected, RecordsError> {
         data: header.data.clone(),
         build: header.build.clone(),
         hosts,
+        ranks: Vec::new(),
     };
     Ok(Collected {
         header,

@@ -192,6 +192,19 @@ pub struct RunResults {
     /// in results of kits before they were recorded).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub hosts: Vec<String>,
+    /// Where each rank ran, for a run across the processes of a launch
+    /// (empty for worlds of threads in one process).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ranks: Vec<RankPlace>,
+}
+
+/// Where one rank of a launch ran: its host name and the address of its
+/// process on the kit's mesh (`COMMCHECK_MESH_ADDRESS` picks it).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct RankPlace {
+    pub rank: usize,
+    pub host: String,
+    pub address: String,
 }
 
 /// What data the value checks (SUM-1, GAT-1, GAT-2, A2A-1, BRD-1, P2P-1)

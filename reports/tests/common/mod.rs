@@ -84,6 +84,7 @@ pub fn results(verdicts: &[(&str, Subject, Verdict)]) -> RunResults {
         data: None,
         build: None,
         hosts: Vec::new(),
+        ranks: Vec::new(),
     }
 }
 
