@@ -811,6 +811,10 @@ pub(crate) fn run_ranks<H: Harness>(
     drop(report);
     let started = Instant::now();
     let ceiling = started + overrun(limit);
+    // Idle time counts only while the supervisor looks: a gap in its own
+    // looking (it was not scheduled, on a loaded machine) is no evidence
+    // that nothing moved, so each look adds at most LOOK_GAP.
+    let (mut idle, mut looked, mut seen) = (Duration::ZERO, started, started);
     let mut results: Vec<Option<Check>> = (0..local).map(|_| None).collect();
     while results.iter().any(Option::is_none) {
         if let Some(blocked) = blocked(&watches, first) {
@@ -819,16 +823,31 @@ pub(crate) fn run_ranks<H: Harness>(
         if let Some(end) = interrupt() {
             return end;
         }
-        // The watchdog runs from the ranks' last progress, never past the
-        // ceiling: a loaded machine slows a world down but does not stop it.
         let moved = watches
             .iter()
             .map(|watch| *guard(&watch.moved))
             .fold(started, Instant::max);
-        let remaining = (moved + limit)
-            .min(ceiling)
-            .saturating_duration_since(Instant::now());
-        match reports.recv_timeout(remaining.min(WATCH_PERIOD)) {
+        let now = Instant::now();
+        if moved > seen {
+            (idle, seen) = (Duration::ZERO, moved);
+        } else {
+            idle += now.saturating_duration_since(looked).min(LOOK_GAP);
+        }
+        looked = now;
+        if idle >= limit || now >= ceiling {
+            let ranks = (first..first + local)
+                .filter(|r| results[*r - first].is_none())
+                .collect();
+            if idle >= limit {
+                return WorldEnd::TimedOut { ranks };
+            }
+            return WorldEnd::Overran {
+                ranks,
+                ran: started.elapsed(),
+                idle,
+            };
+        }
+        match reports.recv_timeout(WATCH_PERIOD) {
             Ok((rank, Ok(check))) => results[rank - first] = Some(check),
             Ok((rank, Err(payload))) => {
                 return WorldEnd::Crashed {
@@ -836,19 +855,11 @@ pub(crate) fn run_ranks<H: Harness>(
                     message: format!("panicked: {}", panic_message(payload.as_ref())),
                 }
             }
-            Err(mpsc::RecvTimeoutError::Timeout) if !remaining.is_zero() => {}
-            Err(_) => {
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
                 let ranks = (first..first + local)
                     .filter(|r| results[*r - first].is_none())
                     .collect();
-                let idle = moved.elapsed();
-                if idle < limit {
-                    return WorldEnd::Overran {
-                        ranks,
-                        ran: started.elapsed(),
-                        idle,
-                    };
-                }
                 return WorldEnd::TimedOut { ranks };
             }
         }
@@ -859,8 +870,9 @@ pub(crate) fn run_ranks<H: Harness>(
 /// The most a world may run while its ranks still make progress: this many
 /// case watchdogs (`COMMCHECK_CASE_TIMEOUT_MS`). The watchdog itself counts
 /// from the last progress of any rank (a call into the backend returned, a
-/// signal raised), so only a world where nothing moved for a whole watchdog
-/// period is hung; one still moving at the ceiling is
+/// signal raised), and only while the supervisor looks (see [`LOOK_GAP`]),
+/// so only a world where nothing moved for a whole watchdog period of
+/// looking is hung; one still moving at the ceiling is
 /// [`WorldEnd::Overran`], which proves nothing either way.
 pub(crate) const CEILING: u32 = 6;
 
@@ -869,6 +881,11 @@ pub(crate) const CEILING: u32 = 6;
 pub(crate) fn overrun(limit: Duration) -> Duration {
     limit.saturating_mul(CEILING)
 }
+
+/// The most one look of the supervisor adds to a world's idle time: the
+/// supervisor looks every [`WATCH_PERIOD`]; a longer gap means it was not
+/// running, and time it did not watch proves nothing.
+const LOOK_GAP: Duration = Duration::from_millis(100);
 
 /// How often the supervisor looks at the ranks' guarded calls.
 pub(crate) const WATCH_PERIOD: Duration = Duration::from_millis(20);

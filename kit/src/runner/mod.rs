@@ -87,7 +87,9 @@ fn attempt<H: Harness>(
     for &ranks in &case.worlds {
         ran.push(ranks);
         let end = worlds(ranks, seed, limit, Arc::clone(&script), run);
-        let blocked = matches!(end, WorldEnd::Blocked { .. });
+        // A blocked call has not returned, and an overrun world's ranks
+        // are still running: neither is retried beside them.
+        let blocked = matches!(end, WorldEnd::Blocked { .. } | WorldEnd::Overran { .. });
         let (verdict, message) = classify(case, ranks, end, limit, run);
         if verdict != Verdict::Pass {
             return Attempt {
@@ -128,8 +130,8 @@ fn classify<H: Harness>(
         WorldEnd::TimedOut { ranks } => (
             Verdict::Timeout,
             Some(format!(
-                "rank(s) {ranks:?}{world} did not finish, and no rank made progress for {limit:?} (hung in backend \
-                 or harness code)"
+                "rank(s) {ranks:?}{world} did not finish, and no rank made progress for {limit:?} of watching (hung \
+                 in backend or harness code)"
             )),
         ),
         WorldEnd::Overran { ranks, ran, idle } => (
