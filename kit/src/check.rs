@@ -61,7 +61,7 @@ pub fn eventually(limit: Duration, mut condition: impl FnMut() -> bool) -> bool 
         if start.elapsed() >= limit {
             return false;
         }
-        std::thread::sleep(Duration::from_millis(1));
+        crate::world::pause(Duration::from_millis(1));
     }
 }
 

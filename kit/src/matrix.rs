@@ -520,7 +520,7 @@ pub(crate) fn wait_within<H: Harness>(
             Ok(false) if start.elapsed() >= limit => {
                 return Err(format!("still pending after {limit:?}"))
             }
-            Ok(false) => std::thread::sleep(Duration::from_millis(1)),
+            Ok(false) => crate::world::pause(Duration::from_millis(1)),
             Err(error) => return Err(error),
         }
     }

@@ -211,6 +211,11 @@ struct Call {
 pub(crate) struct CallWatch {
     call: Mutex<Option<Call>>,
     moved: Mutex<Instant>,
+    /// The rank thread's id in `/proc/self/task` (Linux), for [`Busy`].
+    tid: Mutex<Option<u32>>,
+    /// Wall time, in nanoseconds, the rank thread spent in the kit's own
+    /// pauses between polls ([`pause`]), waking included.
+    paused: std::sync::atomic::AtomicU64,
 }
 
 impl Default for CallWatch {
@@ -218,8 +223,95 @@ impl Default for CallWatch {
         Self {
             call: Mutex::new(None),
             moved: Mutex::new(Instant::now()),
+            tid: Mutex::new(None),
+            paused: std::sync::atomic::AtomicU64::new(0),
         }
     }
+}
+
+/// The kit's pause between two polls: sleeps `duration` and, on a rank
+/// thread, records the time it took to sleep and wake, which [`Busy`]
+/// leaves out (a thread polling on a loaded machine waits to run after
+/// each pause, but it is waiting, not computing).
+pub(crate) fn pause(duration: Duration) {
+    let started = Instant::now();
+    std::thread::sleep(duration);
+    WATCH.with(|watch| {
+        if let Some(watch) = watch.borrow().as_ref() {
+            let nanos = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+            watch
+                .paused
+                .fetch_add(nanos, std::sync::atomic::Ordering::Relaxed);
+        }
+    });
+}
+
+/// Whether a world's rank threads are busy: running, or runnable and
+/// waiting for a CPU, for at least half of a sample's wall time. A rank
+/// computing (the kit's own work, or a backend that computes inside the
+/// rank's call, such as in `wait()`) is busy however loaded the machine is;
+/// a rank blocked or sleeping between polls is not. From each thread's
+/// `/proc/self/task/<tid>/schedstat` (Linux; elsewhere nothing is busy).
+struct Busy {
+    sampled: Instant,
+    /// Each rank thread's run plus run-queue time, and its pauses, at the
+    /// last sample.
+    before: Vec<Option<(u64, u64)>>,
+}
+
+/// How often [`Busy`] samples the rank threads.
+const BUSY_SAMPLE: Duration = Duration::from_millis(250);
+
+impl Busy {
+    fn new(ranks: usize) -> Self {
+        Self {
+            sampled: Instant::now(),
+            before: vec![None; ranks],
+        }
+    }
+
+    /// Whether some rank thread was busy since the last sample (sampling
+    /// when one is due; `false` between samples).
+    fn sample(&mut self, watches: &[Arc<CallWatch>]) -> bool {
+        let window = self.sampled.elapsed();
+        if window < BUSY_SAMPLE {
+            return false;
+        }
+        self.sampled = Instant::now();
+        let mut busy = false;
+        for (watch, before) in watches.iter().zip(&mut self.before) {
+            // Scheduled time less the kit's own pauses: what is left is the
+            // thread computing, or waiting to compute.
+            let now = (*guard(&watch.tid)).and_then(scheduled).map(|scheduled| {
+                let paused = watch.paused.load(std::sync::atomic::Ordering::Relaxed);
+                (scheduled, paused)
+            });
+            if let (Some((scheduled, paused)), Some((then, paused_then))) = (now, *before) {
+                let computing = scheduled
+                    .saturating_sub(then)
+                    .saturating_sub(paused.saturating_sub(paused_then));
+                busy |= Duration::from_nanos(computing) >= window / 2;
+            }
+            *before = now;
+        }
+        busy
+    }
+}
+
+/// The nanoseconds thread `tid` of this process has spent running and
+/// waiting to run.
+fn scheduled(tid: u32) -> Option<u64> {
+    let text = std::fs::read_to_string(format!("/proc/self/task/{tid}/schedstat")).ok()?;
+    let mut fields = text.split_whitespace();
+    let run: u64 = fields.next()?.parse().ok()?;
+    let wait: u64 = fields.next()?.parse().ok()?;
+    Some(run.saturating_add(wait))
+}
+
+/// This thread's id in `/proc/self/task` (Linux).
+fn thread_id() -> Option<u32> {
+    let link = std::fs::read_link("/proc/thread-self").ok()?;
+    link.file_name()?.to_str()?.parse().ok()
 }
 
 /// Records that the rank thread this is made progress (see [`run_ranks`]).
@@ -734,6 +826,7 @@ pub(crate) fn run_ranks<H: Harness>(
                     .spawn({
                         let report = report.clone();
                         move || {
+                            *guard(&watch.tid) = thread_id();
                             WATCH.with(|slot| *slot.borrow_mut() = Some(watch));
                             if harness.instruments().observer {
                                 let observing = Arc::clone(&harness);
@@ -815,6 +908,7 @@ pub(crate) fn run_ranks<H: Harness>(
     // looking (it was not scheduled, on a loaded machine) is no evidence
     // that nothing moved, so each look adds at most LOOK_GAP.
     let (mut idle, mut looked, mut seen) = (Duration::ZERO, started, started);
+    let mut busy = Busy::new(local);
     let mut results: Vec<Option<Check>> = (0..local).map(|_| None).collect();
     while results.iter().any(Option::is_none) {
         if let Some(blocked) = blocked(&watches, first) {
@@ -828,7 +922,9 @@ pub(crate) fn run_ranks<H: Harness>(
             .map(|watch| *guard(&watch.moved))
             .fold(started, Instant::max);
         let now = Instant::now();
-        if moved > seen {
+        if busy.sample(&watches) {
+            (idle, seen) = (Duration::ZERO, now);
+        } else if moved > seen {
             (idle, seen) = (Duration::ZERO, moved);
         } else {
             idle += now.saturating_duration_since(looked).min(LOOK_GAP);
@@ -870,9 +966,9 @@ pub(crate) fn run_ranks<H: Harness>(
 /// The most a world may run while its ranks still make progress: this many
 /// case watchdogs (`COMMCHECK_CASE_TIMEOUT_MS`). The watchdog itself counts
 /// from the last progress of any rank (a call into the backend returned, a
-/// signal raised), and only while the supervisor looks (see [`LOOK_GAP`]),
-/// so only a world where nothing moved for a whole watchdog period of
-/// looking is hung; one still moving at the ceiling is
+/// signal raised, a rank thread busy: [`Busy`]), and only while the
+/// supervisor looks (see [`LOOK_GAP`]), so only a world where nothing moved
+/// for a whole watchdog period of looking is hung; one still moving at the ceiling is
 /// [`WorldEnd::Overran`], which proves nothing either way.
 pub(crate) const CEILING: u32 = 6;
 

@@ -114,7 +114,7 @@ fn settle<H: Harness>(completion: &Handle<H>, limit: Duration) -> Option<Result<
             Ok(true) => return Some(Ok(())),
             Err(error) => return Some(Err(error)),
             Ok(false) if start.elapsed() >= limit => return None,
-            Ok(false) => std::thread::sleep(Duration::from_micros(100)),
+            Ok(false) => crate::world::pause(Duration::from_micros(100)),
         }
     }
 }

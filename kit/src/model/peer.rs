@@ -109,7 +109,7 @@ fn ended_within<H: Harness>(
         match ended(ctx, completion) {
             Some(ended) => return Some(ended),
             None if start.elapsed() >= limit => return None,
-            None => std::thread::sleep(Duration::from_micros(50)),
+            None => crate::world::pause(Duration::from_micros(50)),
         }
     }
 }
@@ -170,7 +170,7 @@ pub(crate) fn late_peer<H: Harness>(ctx: &RankCtx<'_, H>, plan: &Plan) -> Check 
                 let planned = plan.get(round);
                 let delay = planned.map_or(Duration::ZERO, |p| p.delay);
                 if !delay.is_zero() {
-                    std::thread::sleep(delay);
+                    crate::world::pause(delay);
                 }
                 let varied =
                     planned.and_then(|p| Some((p.work, claims.varied(p.work.operation()?)?.1)));

@@ -183,7 +183,7 @@ pub(crate) fn soon(limit: Duration, mut condition: impl FnMut() -> bool) -> bool
         if elapsed < Duration::from_millis(1) {
             std::thread::yield_now();
         } else {
-            std::thread::sleep(Duration::from_micros(200));
+            crate::world::pause(Duration::from_micros(200));
         }
     }
 }
@@ -746,7 +746,7 @@ impl<'c, 'w, H: Harness> Runner<'c, 'w, H> {
 
     fn settle(&self) {
         if !self.options.settle.is_zero() {
-            std::thread::sleep(self.options.settle);
+            crate::world::pause(self.options.settle);
         }
     }
 

@@ -117,7 +117,7 @@ fn watch<H: Harness>(completion: &Handle<H>, what: &str, late: usize) -> Watch {
     let start = Instant::now();
     while start.elapsed() < slack::SETTLE {
         match completion.is_complete() {
-            Ok(false) => std::thread::sleep(std::time::Duration::from_millis(1)),
+            Ok(false) => crate::world::pause(std::time::Duration::from_millis(1)),
             Ok(true) => {
                 return Watch::Early(format!(
                 "{what}: reported complete {:?} after submission, before member {late} entered it",

@@ -211,7 +211,7 @@ impl<H: Harness> Owned<H> {
                     dispose::<H>(completion);
                     return Ok(Outcome::Pending(limit));
                 }
-                Ok(false) => std::thread::sleep(Duration::from_millis(1)),
+                Ok(false) => crate::world::pause(Duration::from_millis(1)),
             }
         }
     }

@@ -322,7 +322,7 @@ fn never_complete_before_the_work<H: Harness>(ctx: &RankCtx<'_, H>, driver: Driv
                 kept_pending(driver)
             )
         })?;
-        std::thread::sleep(Duration::from_millis(1));
+        crate::world::pause(Duration::from_millis(1));
     }
     pending.confirm("the last is_complete() call")?;
     let observer = optional_observer(ctx, &pending.submitted.completion);

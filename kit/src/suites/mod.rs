@@ -139,7 +139,7 @@ pub(crate) fn completed_value<H: Harness>(
 
 /// Lets pending work try to (wrongly) complete.
 pub(crate) fn settle() {
-    std::thread::sleep(slack::SETTLE);
+    crate::world::pause(slack::SETTLE);
 }
 
 /// `NotSupported` when a subject yields no probes to check.
@@ -309,7 +309,7 @@ pub(crate) fn poll<H: Harness>(completion: &Handle<H>, limit: Duration) -> Polle
             Ok(true) => return Polled::Complete,
             Err(error) => return Polled::Error(error),
             Ok(false) if start.elapsed() >= limit => return Polled::Pending,
-            Ok(false) => std::thread::sleep(Duration::from_millis(1)),
+            Ok(false) => crate::world::pause(Duration::from_millis(1)),
         }
     }
 }

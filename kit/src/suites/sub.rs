@@ -217,7 +217,7 @@ fn race<H: Harness>(blocker: &Blocker<'_, '_, H>, racers: &[Racer<H>], limit: Du
         if done.iter().all(|done| *done) {
             return Race::Completed;
         }
-        std::thread::sleep(Duration::from_millis(1));
+        crate::world::pause(Duration::from_millis(1));
     }
 }
 
@@ -690,7 +690,7 @@ fn consumer_waits<H: Harness>(
                 )))
             }
         }
-        std::thread::sleep(Duration::from_millis(1));
+        crate::world::pause(Duration::from_millis(1));
     }
 }
 
