@@ -44,6 +44,25 @@ for i in $(seq 0 $((hosts - 1))); do
   ip -n "cc-h$i" link set lo up
   places="$places${places:+,}cc-h$i:1"
 done
+# The links come up asynchronously: wait (up to 20 s) until every host
+# reaches every other, so that mpirun's daemons can call back. A TCP connect
+# to a closed port (bash's /dev/tcp, no tool needed) answers "refused" once
+# the route works.
+reaches() {
+  local said
+  said=$(ip netns exec "cc-h$1" timeout 2 bash -c "exec 3<>/dev/tcp/$2/9" 2>&1) && return 0
+  [[ $said == *refused* ]]
+}
+for i in $(seq 0 $((hosts - 1))); do
+  for j in $(seq 0 $((hosts - 1))); do
+    tries=0
+    until reaches "$i" "$net.$((j + 1))"; do
+      tries=$((tries + 1))
+      [ "$tries" -lt 40 ] || { echo "hosts.sh: host cc-h$i cannot reach $net.$((j + 1))"; exit 1; }
+      sleep 0.5
+    done
+  done
+done
 # mpirun's rsh agent: HOST COMMAND... runs COMMAND in namespace HOST.
 cat >"$agent/netns-rsh" <<'AGENT'
 #!/bin/sh
@@ -53,7 +72,8 @@ AGENT
 chmod +x "$agent/netns-rsh"
 rm -rf "$out"
 launch() {
-  ip netns exec cc-h0 mpirun --mca plm_rsh_agent "$agent/netns-rsh" --host "$places" -n "$hosts" \
+  ip netns exec cc-h0 mpirun --mca plm_rsh_agent "$agent/netns-rsh" --mca plm_rsh_no_tree_spawn 1 \
+    --mca routed direct --host "$places" -n "$hosts" \
     --mca oob_tcp_if_include "$net.0/24" --mca btl tcp,self --mca btl_tcp_if_include "$net.0/24" \
     -x COMMCHECK_MESH_ADDRESS -x PATH "$binary" certify cpu --out "$@"
 }
