@@ -19,12 +19,12 @@ if ! ip netns add cc-probe 2>/dev/null; then
   exit 0
 fi
 ip netns del cc-probe
-agent=$(mktemp -d)
+agent=""
 cleanup() {
   for i in $(seq 0 $((hosts - 1))); do ip netns pids "cc-h$i" 2>/dev/null | xargs -r kill -9 2>/dev/null || true; done
   for i in $(seq 0 $((hosts - 1))); do ip netns del "cc-h$i" 2>/dev/null || true; done
   ip netns del cc-sw 2>/dev/null || true
-  rm -rf "$agent"
+  [ -z "$agent" ] || rm -rf "$agent"
 }
 trap cleanup EXIT
 cleanup

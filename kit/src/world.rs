@@ -212,7 +212,7 @@ pub(crate) struct CallWatch {
     call: Mutex<Option<Call>>,
     moved: Mutex<Instant>,
     /// The rank thread's id in `/proc/self/task` (Linux), for [`Busy`].
-    tid: Mutex<Option<u32>>,
+    tid: std::sync::OnceLock<u32>,
     /// Wall time, in nanoseconds, the rank thread spent in the kit's own
     /// pauses between polls ([`pause`]), waking included.
     paused: std::sync::atomic::AtomicU64,
@@ -223,7 +223,7 @@ impl Default for CallWatch {
         Self {
             call: Mutex::new(None),
             moved: Mutex::new(Instant::now()),
-            tid: Mutex::new(None),
+            tid: std::sync::OnceLock::new(),
             paused: std::sync::atomic::AtomicU64::new(0),
         }
     }
@@ -282,10 +282,15 @@ impl Busy {
         for (watch, before) in watches.iter().zip(&mut self.before) {
             // Scheduled time less the kit's own pauses: what is left is the
             // thread computing, or waiting to compute.
-            let now = (*guard(&watch.tid)).and_then(scheduled).map(|scheduled| {
-                let paused = watch.paused.load(std::sync::atomic::Ordering::Relaxed);
-                (scheduled, paused)
-            });
+            let now = watch
+                .tid
+                .get()
+                .copied()
+                .and_then(scheduled)
+                .map(|scheduled| {
+                    let paused = watch.paused.load(std::sync::atomic::Ordering::Relaxed);
+                    (scheduled, paused)
+                });
             if let (Some((scheduled, paused)), Some((then, paused_then))) = (now, *before) {
                 let computing = scheduled
                     .saturating_sub(then)
@@ -826,7 +831,9 @@ pub(crate) fn run_ranks<H: Harness>(
                     .spawn({
                         let report = report.clone();
                         move || {
-                            *guard(&watch.tid) = thread_id();
+                            if let Some(tid) = thread_id() {
+                                let _ = watch.tid.set(tid);
+                            }
                             WATCH.with(|slot| *slot.borrow_mut() = Some(watch));
                             if harness.instruments().observer {
                                 let observing = Arc::clone(&harness);

@@ -117,22 +117,10 @@ fn listing(interfaces: &[if_addrs::Interface]) -> String {
         .join("; ")
 }
 
-/// Where this process runs, as far as reaching a loopback listener goes:
-/// its host name and network namespace (`host/net:[inode]`). Two processes
-/// in different places cannot meet on loopback.
-pub fn place() -> String {
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|h| h.trim().to_owned())
-        .unwrap_or_else(|_| "unknown-host".into());
-    let namespace = std::fs::read_link("/proc/self/ns/net")
-        .map(|p| p.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    format!("{host}/{namespace}")
-}
-
 /// Checks, before connecting, that every rank can reach the others:
-/// `addresses[r]` is rank `r`'s listener (`ip:port`), `places[r]` its
-/// [`place`]. Loopback listeners in different places, or listeners of
+/// `addresses[r]` is rank `r`'s listener (`ip:port`), `places[r]` where it
+/// runs as far as loopback goes (its host name and network namespace, say).
+/// Loopback listeners in different places, or listeners of
 /// different address families, are an error naming both ranks, at once
 /// (instead of a connect limit's wait).
 pub fn check_reachable(addresses: &[String], places: &[String]) -> Result<(), MeshError> {

@@ -38,7 +38,7 @@
 
 mod address;
 
-pub use address::{check_reachable, configured_address, place, resolve_address, ADDRESS_SETTING};
+pub use address::{check_reachable, configured_address, resolve_address, ADDRESS_SETTING};
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
@@ -101,7 +101,7 @@ fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> MeshError {
     move |source| MeshError::Io { what, source }
 }
 
-/// A bound loopback listener, before the mesh is connected.
+/// A bound listener, before the mesh is connected.
 #[derive(Debug)]
 pub struct Listener {
     listener: TcpListener,

@@ -161,7 +161,7 @@ impl Processes {
         // connects, so a rank that cannot be reached is an error at once.
         let listener = Listener::bind_configured();
         let address = listener.as_ref().map_or("", |l| l.address());
-        let entry = format!("{address}\t{}", commcheck_mesh::place());
+        let entry = format!("{address}\t{}", place());
         let mut mine = [0u8; ADDRESS_BYTES];
         if entry.len() > ADDRESS_BYTES {
             return Err(ProcessError::Launcher(format!(
@@ -216,6 +216,17 @@ impl Processes {
         self.finish();
         std::process::exit(code)
     }
+}
+
+/// Where this process runs, as far as reaching a loopback listener goes:
+/// its host name and network namespace (`host/net:[inode]`). Two processes
+/// in different places cannot meet on loopback.
+#[cfg(feature = "mpi")]
+fn place() -> String {
+    let namespace = std::fs::read_link("/proc/self/ns/net")
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    format!("{}/{namespace}", crate::build::hostname())
 }
 
 /// Bytes of one rank's mesh address and place in the MPI all-gather
