@@ -149,7 +149,7 @@ fn classify<H: Harness>(
             limit,
         } => {
             let seen = format!(
-                "{what} on rank {rank}{world} had not returned after {limit:?}; the call must not block"
+                "{what} on rank {rank}{world} had not returned after {limit:?} of time in which it could have run; the call must not block"
             );
             if invariant == id {
                 (Verdict::Fail, Some(format!("{id} violated: {seen}")))

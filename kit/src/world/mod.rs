@@ -15,6 +15,13 @@ use crate::harness::{
 };
 use crate::runner::results::Attributed;
 
+mod watch;
+
+pub(crate) use watch::{
+    guarded, overrun, pause, polled, progressed, CallWatch, SETUP, WATCH_PERIOD,
+};
+use watch::{Expired, KitThread, Watchdog};
+
 /// Where a world's signals also go: the other processes of a world whose
 /// ranks are processes (see [`crate::processes`]).
 pub(crate) type Relay = Box<dyn Fn(&str) + Send + Sync>;
@@ -197,137 +204,6 @@ pub(crate) struct JournalPart {
 
 /// A call into the backend that the kit expects to return at once, as the
 /// watcher of its rank sees it.
-#[derive(Clone)]
-struct Call {
-    what: &'static str,
-    invariant: &'static str,
-    started: Instant,
-    limit: Duration,
-}
-
-/// What the supervisor sees of a rank thread: the call it is in, if any
-/// (see [`guarded`]), and when it last made progress (a call into the
-/// backend returned, or it raised a signal).
-pub(crate) struct CallWatch {
-    call: Mutex<Option<Call>>,
-    moved: Mutex<Instant>,
-    /// The rank thread's id in `/proc/self/task` (Linux), for [`Busy`].
-    tid: std::sync::OnceLock<u32>,
-    /// Wall time, in nanoseconds, the rank thread spent in the kit's own
-    /// pauses between polls ([`pause`]), waking included.
-    paused: std::sync::atomic::AtomicU64,
-}
-
-impl Default for CallWatch {
-    fn default() -> Self {
-        Self {
-            call: Mutex::new(None),
-            moved: Mutex::new(Instant::now()),
-            tid: std::sync::OnceLock::new(),
-            paused: std::sync::atomic::AtomicU64::new(0),
-        }
-    }
-}
-
-/// The kit's pause between two polls: sleeps `duration` and, on a rank
-/// thread, records the time it took to sleep and wake, which [`Busy`]
-/// leaves out (a thread polling on a loaded machine waits to run after
-/// each pause, but it is waiting, not computing).
-pub(crate) fn pause(duration: Duration) {
-    let started = Instant::now();
-    std::thread::sleep(duration);
-    WATCH.with(|watch| {
-        if let Some(watch) = watch.borrow().as_ref() {
-            let nanos = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
-            watch
-                .paused
-                .fetch_add(nanos, std::sync::atomic::Ordering::Relaxed);
-        }
-    });
-}
-
-/// Whether a world's rank threads are busy: running, or runnable and
-/// waiting for a CPU, for at least half of a sample's wall time. A rank
-/// computing (the kit's own work, or a backend that computes inside the
-/// rank's call, such as in `wait()`) is busy however loaded the machine is;
-/// a rank blocked or sleeping between polls is not. From each thread's
-/// `/proc/self/task/<tid>/schedstat` (Linux; elsewhere nothing is busy).
-struct Busy {
-    sampled: Instant,
-    /// Each rank thread's run plus run-queue time, and its pauses, at the
-    /// last sample.
-    before: Vec<Option<(u64, u64)>>,
-}
-
-/// How often [`Busy`] samples the rank threads.
-const BUSY_SAMPLE: Duration = Duration::from_millis(250);
-
-impl Busy {
-    fn new(ranks: usize) -> Self {
-        Self {
-            sampled: Instant::now(),
-            before: vec![None; ranks],
-        }
-    }
-
-    /// Whether some rank thread was busy since the last sample (sampling
-    /// when one is due; `false` between samples).
-    fn sample(&mut self, watches: &[Arc<CallWatch>]) -> bool {
-        let window = self.sampled.elapsed();
-        if window < BUSY_SAMPLE {
-            return false;
-        }
-        self.sampled = Instant::now();
-        let mut busy = false;
-        for (watch, before) in watches.iter().zip(&mut self.before) {
-            // Scheduled time less the kit's own pauses: what is left is the
-            // thread computing, or waiting to compute.
-            let now = watch
-                .tid
-                .get()
-                .copied()
-                .and_then(scheduled)
-                .map(|scheduled| {
-                    let paused = watch.paused.load(std::sync::atomic::Ordering::Relaxed);
-                    (scheduled, paused)
-                });
-            if let (Some((scheduled, paused)), Some((then, paused_then))) = (now, *before) {
-                let computing = scheduled
-                    .saturating_sub(then)
-                    .saturating_sub(paused.saturating_sub(paused_then));
-                busy |= Duration::from_nanos(computing) >= window / 2;
-            }
-            *before = now;
-        }
-        busy
-    }
-}
-
-/// The nanoseconds thread `tid` of this process has spent running and
-/// waiting to run.
-fn scheduled(tid: u32) -> Option<u64> {
-    let text = std::fs::read_to_string(format!("/proc/self/task/{tid}/schedstat")).ok()?;
-    let mut fields = text.split_whitespace();
-    let run: u64 = fields.next()?.parse().ok()?;
-    let wait: u64 = fields.next()?.parse().ok()?;
-    Some(run.saturating_add(wait))
-}
-
-/// This thread's id in `/proc/self/task` (Linux).
-fn thread_id() -> Option<u32> {
-    let link = std::fs::read_link("/proc/thread-self").ok()?;
-    link.file_name()?.to_str()?.parse().ok()
-}
-
-/// Records that the rank thread this is made progress (see [`run_ranks`]).
-pub(crate) fn progressed() {
-    WATCH.with(|watch| {
-        if let Some(watch) = watch.borrow().as_ref() {
-            *guard(&watch.moved) = Instant::now();
-        }
-    });
-}
-
 /// What a rank thread needs to cross-check a completion report with the
 /// harness's observer: its journal, and the observer query (typed by the
 /// harness, behind `Any`).
@@ -362,59 +238,6 @@ pub(crate) fn note_completion_report<H: Harness>(completion: CompletionRef<'_, H
             });
         }
     })
-}
-
-thread_local! {
-    /// The watch of the rank thread this is, if it is one.
-    static WATCH: std::cell::RefCell<Option<Arc<CallWatch>>> = const { std::cell::RefCell::new(None) };
-}
-
-/// The `invariant` of a [`guarded`] call that no invariant bounds: one the
-/// kit makes to set a check up (a `wait()` on released healthy work). Blocked,
-/// it makes the case inconclusive.
-pub(crate) const SETUP: &str = "setup";
-
-/// Runs `call`, a call into the backend that must return within `limit`
-/// (the invariant `invariant` says so). On a rank thread the world's
-/// supervisor watches it: once it has blocked for `limit`, the case ends at
-/// once with a failure of `invariant` (or, for another case's invariant, an
-/// inconclusive verdict attributing the hang to `invariant`), instead of
-/// waiting for the case watchdog.
-///
-/// Its return is the rank's progress for the case watchdog (see
-/// [`run_ranks`]); a poll, whose return may change nothing, is [`polled`].
-pub(crate) fn guarded<T>(
-    what: &'static str,
-    invariant: &'static str,
-    limit: Duration,
-    call: impl FnOnce() -> T,
-) -> T {
-    let result = polled(what, invariant, limit, call);
-    progressed();
-    result
-}
-
-/// [`guarded`] for a poll (`is_complete()`, `resources_releasable()`): its
-/// return is no progress, since a rank polling work that never completes is
-/// as stuck as one blocked in `wait()`. The caller records progress when
-/// the answer moves the rank on ([`progressed`]).
-pub(crate) fn polled<T>(
-    what: &'static str,
-    invariant: &'static str,
-    limit: Duration,
-    call: impl FnOnce() -> T,
-) -> T {
-    let watch = WATCH.with(|watch| watch.borrow().clone());
-    let Some(watch) = watch else { return call() };
-    let previous = guard(&watch.call).replace(Call {
-        what,
-        invariant,
-        started: Instant::now(),
-        limit,
-    });
-    let result = call();
-    *guard(&watch.call) = previous;
-    result
 }
 
 /// One rank's view of a case: its state, the harness, and the world's signals.
@@ -831,10 +654,7 @@ pub(crate) fn run_ranks<H: Harness>(
                     .spawn({
                         let report = report.clone();
                         move || {
-                            if let Some(tid) = thread_id() {
-                                let _ = watch.tid.set(tid);
-                            }
-                            WATCH.with(|slot| *slot.borrow_mut() = Some(watch));
+                            let _kit = KitThread::rank(watch);
                             if harness.instruments().observer {
                                 let observing = Arc::clone(&harness);
                                 let observe: Observe<H> = Box::new(move |completion| {
@@ -909,45 +729,20 @@ pub(crate) fn run_ranks<H: Harness>(
         );
     }
     drop(report);
-    let started = Instant::now();
-    let ceiling = started + overrun(limit);
-    // Idle time counts only while the supervisor looks: a gap in its own
-    // looking (it was not scheduled, on a loaded machine) is no evidence
-    // that nothing moved, so each look adds at most LOOK_GAP.
-    let (mut idle, mut looked, mut seen) = (Duration::ZERO, started, started);
-    let mut busy = Busy::new(local);
+    let mut watchdog = Watchdog::new(limit, local);
     let mut results: Vec<Option<Check>> = (0..local).map(|_| None).collect();
     while results.iter().any(Option::is_none) {
-        if let Some(blocked) = blocked(&watches, first) {
-            return blocked;
-        }
         if let Some(end) = interrupt() {
             return end;
         }
-        let moved = watches
-            .iter()
-            .map(|watch| *guard(&watch.moved))
-            .fold(started, Instant::max);
-        let now = Instant::now();
-        if busy.sample(&watches) {
-            (idle, seen) = (Duration::ZERO, now);
-        } else if moved > seen {
-            (idle, seen) = (Duration::ZERO, moved);
-        } else {
-            idle += now.saturating_duration_since(looked).min(LOOK_GAP);
-        }
-        looked = now;
-        if idle >= limit || now >= ceiling {
+        if let Some(expired) = watchdog.look(&watches, first) {
             let ranks = (first..first + local)
                 .filter(|r| results[*r - first].is_none())
                 .collect();
-            if idle >= limit {
-                return WorldEnd::TimedOut { ranks };
-            }
-            return WorldEnd::Overran {
-                ranks,
-                ran: started.elapsed(),
-                idle,
+            return match expired {
+                Expired::Blocked(blocked) => blocked,
+                Expired::Hung => WorldEnd::TimedOut { ranks },
+                Expired::Overran { ran, idle } => WorldEnd::Overran { ranks, ran, idle },
             };
         }
         match reports.recv_timeout(WATCH_PERIOD) {
@@ -968,43 +763,6 @@ pub(crate) fn run_ranks<H: Harness>(
         }
     }
     WorldEnd::Finished(results.into_iter().flatten().collect())
-}
-
-/// The most a world may run while its ranks still make progress: this many
-/// case watchdogs (`COMMCHECK_CASE_TIMEOUT_MS`). The watchdog itself counts
-/// from the last progress of any rank (a call into the backend returned, a
-/// signal raised, a rank thread busy: [`Busy`]), and only while the
-/// supervisor looks (see [`LOOK_GAP`]), so only a world where nothing moved
-/// for a whole watchdog period of looking is hung; one still moving at the ceiling is
-/// [`WorldEnd::Overran`], which proves nothing either way.
-pub(crate) const CEILING: u32 = 6;
-
-/// The ceiling of a world's run for the case watchdog `limit` (see
-/// [`CEILING`]).
-pub(crate) fn overrun(limit: Duration) -> Duration {
-    limit.saturating_mul(CEILING)
-}
-
-/// The most one look of the supervisor adds to a world's idle time: the
-/// supervisor looks every [`WATCH_PERIOD`]; a longer gap means it was not
-/// running, and time it did not watch proves nothing.
-const LOOK_GAP: Duration = Duration::from_millis(100);
-
-/// How often the supervisor looks at the ranks' guarded calls.
-pub(crate) const WATCH_PERIOD: Duration = Duration::from_millis(20);
-
-/// The first rank whose guarded call has blocked beyond its limit (the
-/// watches are those of ranks `first..`).
-fn blocked(watches: &[Arc<CallWatch>], first: usize) -> Option<WorldEnd> {
-    watches.iter().enumerate().find_map(|(offset, watch)| {
-        let call = guard(&watch.call).clone()?;
-        (call.started.elapsed() >= call.limit).then(|| WorldEnd::Blocked {
-            rank: first + offset,
-            what: call.what.to_owned(),
-            invariant: call.invariant.to_owned(),
-            limit: call.limit,
-        })
-    })
 }
 
 /// What one attempt at a case shares with its world runs.

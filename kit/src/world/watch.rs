@@ -1,0 +1,432 @@
+//! The case watchdog (RUN-2): what counts as a world's progress, which of
+//! the supervisor's time counts at all, and when a world is hung, blocked
+//! in a call, or merely too slow on this machine to tell.
+//!
+//! A world is hung when nothing in it moved for a whole watchdog period of
+//! time the kit can vouch for. Three observations make that independent of
+//! machine load:
+//!
+//! - **progress**: a guarded call into the backend returned, a signal was
+//!   raised, a poll moved the rank on ([`guarded`], [`polled`],
+//!   [`progressed`]), or a rank thread was busy computing ([`Sample`]);
+//! - **watched time**: each look of the supervisor adds at most
+//!   [`LOOK_GAP`], so a supervisor that was not scheduled adds nothing;
+//! - **starvation**: a look adds nothing while some thread of this process
+//!   that the kit does not run (the backend's own threads: a lane, a
+//!   progress thread) waited to run for a quarter of the last sample
+//!   ([`starved`]). Work the backend does on its own threads while a rank
+//!   sleeps in `wait()` is invisible to the kit; if such a thread could not
+//!   get a CPU, the world may be moving as fast as this machine lets it.
+//!
+//! A world still unfinished at [`CEILING`] watchdog periods of wall time
+//! ends [`WorldEnd::Overran`](super::WorldEnd::Overran): inconclusive.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use super::{guard, WorldEnd};
+
+#[derive(Clone)]
+struct Call {
+    what: &'static str,
+    invariant: &'static str,
+    started: Instant,
+    limit: Duration,
+}
+
+/// What the supervisor sees of a rank thread: the call it is in, if any
+/// (see [`guarded`]), and when it last made progress (a call into the
+/// backend returned, or it raised a signal).
+pub(crate) struct CallWatch {
+    call: Mutex<Option<Call>>,
+    moved: Mutex<Instant>,
+    /// The rank thread's id in `/proc/self/task` (Linux), for [`Sample`].
+    tid: OnceLock<u32>,
+    /// Wall time, in nanoseconds, the rank thread spent in the kit's own
+    /// pauses between polls ([`pause`]), waking included.
+    paused: AtomicU64,
+}
+
+impl Default for CallWatch {
+    fn default() -> Self {
+        Self {
+            call: Mutex::new(None),
+            moved: Mutex::new(Instant::now()),
+            tid: OnceLock::new(),
+            paused: AtomicU64::new(0),
+        }
+    }
+}
+
+thread_local! {
+    /// The watch of the rank thread this is, if it is one.
+    static WATCH: std::cell::RefCell<Option<Arc<CallWatch>>> = const { std::cell::RefCell::new(None) };
+}
+
+/// The threads the kit runs (rank threads and supervisors), by id in
+/// `/proc/self/task`: [`starved`] looks at every other thread.
+fn kit_threads() -> &'static Mutex<HashSet<u32>> {
+    static THREADS: OnceLock<Mutex<HashSet<u32>>> = OnceLock::new();
+    THREADS.get_or_init(Mutex::default)
+}
+
+/// A thread of the kit's own, for as long as this lives.
+pub(crate) struct KitThread(Option<u32>);
+
+impl KitThread {
+    /// Marks the calling thread as the kit's (a supervisor).
+    pub(crate) fn enter() -> Self {
+        let tid = thread_id();
+        if let Some(tid) = tid {
+            guard(kit_threads()).insert(tid);
+        }
+        Self(tid)
+    }
+
+    /// Marks the calling thread as the rank thread `watch` watches.
+    pub(crate) fn rank(watch: Arc<CallWatch>) -> Self {
+        let entered = Self::enter();
+        if let Some(tid) = entered.0 {
+            let _ = watch.tid.set(tid);
+        }
+        WATCH.with(|slot| *slot.borrow_mut() = Some(watch));
+        entered
+    }
+}
+
+impl Drop for KitThread {
+    fn drop(&mut self) {
+        if let Some(tid) = self.0 {
+            guard(kit_threads()).remove(&tid);
+        }
+    }
+}
+
+/// The kit's pause between two polls: sleeps `duration` and, on a rank
+/// thread, records the time it took to sleep and wake, which [`Sample`]
+/// leaves out (a thread polling on a loaded machine waits to run after
+/// each pause, but it is waiting, not computing).
+pub(crate) fn pause(duration: Duration) {
+    let started = Instant::now();
+    std::thread::sleep(duration);
+    WATCH.with(|watch| {
+        if let Some(watch) = watch.borrow().as_ref() {
+            let nanos = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+            watch.paused.fetch_add(nanos, Ordering::Relaxed);
+        }
+    });
+}
+
+/// Records that the rank thread this is made progress (see [`Watchdog`]).
+pub(crate) fn progressed() {
+    WATCH.with(|watch| {
+        if let Some(watch) = watch.borrow().as_ref() {
+            *guard(&watch.moved) = Instant::now();
+        }
+    });
+}
+
+/// The `invariant` of a [`guarded`] call that no invariant bounds: one the
+/// kit makes to set a check up (a `wait()` on released healthy work). Blocked,
+/// it makes the case inconclusive.
+pub(crate) const SETUP: &str = "setup";
+
+/// Runs `call`, a call into the backend that must return within `limit`
+/// (the invariant `invariant` says so). On a rank thread the world's
+/// supervisor watches it: once it has blocked for `limit` of time the kit
+/// can vouch for (watched, with neither the process's other threads nor
+/// this rank thread waiting for a CPU), the case ends at once with a
+/// failure of `invariant` (or, for another case's invariant, an
+/// inconclusive verdict attributing the hang to `invariant`), instead of
+/// waiting for the case watchdog.
+///
+/// Its return is the rank's progress for the case watchdog (see
+/// [`Watchdog`]); a poll, whose return may change nothing, is [`polled`].
+pub(crate) fn guarded<T>(
+    what: &'static str,
+    invariant: &'static str,
+    limit: Duration,
+    call: impl FnOnce() -> T,
+) -> T {
+    let result = polled(what, invariant, limit, call);
+    progressed();
+    result
+}
+
+/// [`guarded`] for a poll (`is_complete()`, `resources_releasable()`): its
+/// return is no progress, since a rank polling work that never completes is
+/// as stuck as one blocked in `wait()`. The caller records progress when
+/// the answer moves the rank on ([`progressed`]).
+pub(crate) fn polled<T>(
+    what: &'static str,
+    invariant: &'static str,
+    limit: Duration,
+    call: impl FnOnce() -> T,
+) -> T {
+    let watch = WATCH.with(|watch| watch.borrow().clone());
+    let Some(watch) = watch else { return call() };
+    let previous = guard(&watch.call).replace(Call {
+        what,
+        invariant,
+        started: Instant::now(),
+        limit,
+    });
+    let result = call();
+    *guard(&watch.call) = previous;
+    result
+}
+
+/// The most a world may run while its ranks still make progress: this many
+/// case watchdogs (`COMMCHECK_CASE_TIMEOUT_MS`) of wall time. One still
+/// moving then is [`WorldEnd::Overran`], which proves nothing either way.
+pub(crate) const CEILING: u32 = 6;
+
+/// The ceiling of a world's run for the case watchdog `limit` (see
+/// [`CEILING`]).
+pub(crate) fn overrun(limit: Duration) -> Duration {
+    limit.saturating_mul(CEILING)
+}
+
+/// The most one look of the supervisor adds to a world's idle time: the
+/// supervisor looks every [`WATCH_PERIOD`]; a longer gap means it was not
+/// running, and time it did not watch proves nothing.
+const LOOK_GAP: Duration = Duration::from_millis(100);
+
+/// How often the supervisor looks at the ranks' guarded calls.
+pub(crate) const WATCH_PERIOD: Duration = Duration::from_millis(20);
+
+/// How often the rank threads and the process's other threads are sampled.
+const SAMPLE: Duration = Duration::from_millis(250);
+
+/// The nanoseconds thread `tid` of this process has spent running, and
+/// waiting to run (`/proc/self/task/<tid>/schedstat`).
+fn schedstat(tid: u32) -> Option<(u64, u64)> {
+    let text = std::fs::read_to_string(format!("/proc/self/task/{tid}/schedstat")).ok()?;
+    let mut fields = text.split_whitespace();
+    let run: u64 = fields.next()?.parse().ok()?;
+    let wait: u64 = fields.next()?.parse().ok()?;
+    Some((run, wait))
+}
+
+/// This thread's id in `/proc/self/task` (Linux).
+fn thread_id() -> Option<u32> {
+    let link = std::fs::read_link("/proc/thread-self").ok()?;
+    link.file_name()?.to_str()?.parse().ok()
+}
+
+/// The process-wide starvation sample (see [`starved`]).
+struct Starvation {
+    sampled: Instant,
+    /// Each thread's run-queue wait at the last sample.
+    waits: HashMap<u32, u64>,
+    starved: bool,
+}
+
+/// Whether, in the last sample, some thread of this process other than
+/// the kit's own waited to run (runnable, no CPU free) for at least a
+/// quarter of the sample. Samples at most every [`SAMPLE`], for every
+/// world of the process at once. On a system without
+/// `/proc/self/task/*/schedstat` (not Linux) nothing is ever starved.
+pub(crate) fn starved() -> bool {
+    static STATE: OnceLock<Mutex<Starvation>> = OnceLock::new();
+    let state = STATE.get_or_init(|| {
+        Mutex::new(Starvation {
+            sampled: Instant::now(),
+            waits: HashMap::new(),
+            starved: false,
+        })
+    });
+    let mut state = guard(state);
+    let window = state.sampled.elapsed();
+    if window < SAMPLE {
+        return state.starved;
+    }
+    let kit = guard(kit_threads()).clone();
+    let mut waits = HashMap::new();
+    if let Ok(tasks) = std::fs::read_dir("/proc/self/task") {
+        for task in tasks.flatten() {
+            let Some(tid) = task.file_name().to_str().and_then(|t| t.parse().ok()) else {
+                continue;
+            };
+            if kit.contains(&tid) {
+                continue;
+            }
+            if let Some((_, wait)) = schedstat(tid) {
+                waits.insert(tid, wait);
+            }
+        }
+    }
+    state.starved = waits.iter().any(|(tid, wait)| {
+        state
+            .waits
+            .get(tid)
+            .is_some_and(|before| Duration::from_nanos(wait.saturating_sub(*before)) >= window / 4)
+    });
+    state.waits = waits;
+    state.sampled = Instant::now();
+    state.starved
+}
+
+/// What one sample of a world's rank threads saw.
+#[derive(Clone, Default)]
+struct Sample {
+    /// Some rank thread ran, or waited to run, for half of the sample,
+    /// less the kit's own pauses: it was computing (the kit's own work, or
+    /// a backend computing inside the rank's call, such as in `wait()`).
+    /// Load stretches a computing thread but leaves it busy; a blocked or
+    /// sleeping one is not.
+    busy: bool,
+    /// Per rank: the thread waited to run for a quarter of the sample, so
+    /// a call it is in cannot be said to have blocked.
+    waiting: Vec<bool>,
+}
+
+/// The supervisor's watchdog over one world's local ranks.
+pub(crate) struct Watchdog {
+    limit: Duration,
+    started: Instant,
+    ceiling: Instant,
+    /// Idle time so far: watched, unstarved time since the last progress.
+    idle: Duration,
+    looked: Instant,
+    seen: Instant,
+    sampled: Instant,
+    /// Each rank thread's run plus run-queue time, its run-queue time, and
+    /// its pauses, at the last sample.
+    before: Vec<Option<(u64, u64, u64)>>,
+    last: Sample,
+    /// Per rank: the guarded call being timed (by its start) and the time
+    /// counted against its limit.
+    calls: Vec<Option<(Instant, Duration)>>,
+    _kit: KitThread,
+}
+
+/// How a world's watch ended.
+pub(crate) enum Expired {
+    /// Nothing moved for a whole watchdog of counted time.
+    Hung,
+    /// Still moving at the ceiling.
+    Overran { ran: Duration, idle: Duration },
+    /// A guarded call blocked beyond its limit.
+    Blocked(WorldEnd),
+}
+
+impl Watchdog {
+    /// A watchdog of `limit` over `ranks` local rank threads, started now,
+    /// on the supervisor's thread.
+    pub(crate) fn new(limit: Duration, ranks: usize) -> Self {
+        let now = Instant::now();
+        Self {
+            limit,
+            started: now,
+            ceiling: now + overrun(limit),
+            idle: Duration::ZERO,
+            looked: now,
+            seen: now,
+            sampled: now,
+            before: vec![None; ranks],
+            last: Sample {
+                busy: false,
+                waiting: vec![false; ranks],
+            },
+            calls: vec![None; ranks],
+            _kit: KitThread::enter(),
+        }
+    }
+
+    /// One look at the ranks `first..` watched by `watches`: `Some` once the
+    /// world is hung, blocked in a call, or past the ceiling.
+    pub(crate) fn look(&mut self, watches: &[Arc<CallWatch>], first: usize) -> Option<Expired> {
+        let now = Instant::now();
+        let gap = now.saturating_duration_since(self.looked).min(LOOK_GAP);
+        self.looked = now;
+        let fresh = self.sample(watches, now);
+        let starved = starved();
+        for (offset, (watch, timed)) in watches.iter().zip(&mut self.calls).enumerate() {
+            let Some(call) = guard(&watch.call).clone() else {
+                *timed = None;
+                continue;
+            };
+            let counted = match timed {
+                Some((started, counted)) if *started == call.started => counted,
+                _ => &mut timed.insert((call.started, Duration::ZERO)).1,
+            };
+            if !starved && !self.last.waiting[offset] {
+                *counted += gap;
+            }
+            if *counted >= call.limit {
+                return Some(Expired::Blocked(WorldEnd::Blocked {
+                    rank: first + offset,
+                    what: call.what.to_owned(),
+                    invariant: call.invariant.to_owned(),
+                    limit: call.limit,
+                }));
+            }
+        }
+        let moved = watches
+            .iter()
+            .map(|watch| *guard(&watch.moved))
+            .fold(self.started, Instant::max);
+        if fresh && self.last.busy {
+            (self.idle, self.seen) = (Duration::ZERO, now);
+        } else if moved > self.seen {
+            (self.idle, self.seen) = (Duration::ZERO, moved);
+        } else if !starved {
+            self.idle += gap;
+        }
+        if self.idle >= self.limit {
+            return Some(Expired::Hung);
+        }
+        (now >= self.ceiling).then(|| Expired::Overran {
+            ran: self.started.elapsed(),
+            idle: self.idle,
+        })
+    }
+
+    /// Samples the rank threads when a sample is due; whether it was.
+    fn sample(&mut self, watches: &[Arc<CallWatch>], now: Instant) -> bool {
+        let window = now.saturating_duration_since(self.sampled);
+        if window < SAMPLE {
+            return false;
+        }
+        self.sampled = now;
+        let mut sample = Sample {
+            busy: false,
+            waiting: vec![false; watches.len()],
+        };
+        for ((watch, before), waiting) in watches
+            .iter()
+            .zip(&mut self.before)
+            .zip(&mut sample.waiting)
+        {
+            let current = watch
+                .tid
+                .get()
+                .copied()
+                .and_then(schedstat)
+                .map(|(run, wait)| {
+                    (
+                        run.saturating_add(wait),
+                        wait,
+                        watch.paused.load(Ordering::Relaxed),
+                    )
+                });
+            if let (Some((scheduled, wait, paused)), Some((then, wait_then, paused_then))) =
+                (current, *before)
+            {
+                // Scheduled time less the kit's own pauses: what is left is
+                // the thread computing, or waiting to compute.
+                let computing = scheduled
+                    .saturating_sub(then)
+                    .saturating_sub(paused.saturating_sub(paused_then));
+                sample.busy |= Duration::from_nanos(computing) >= window / 2;
+                *waiting = Duration::from_nanos(wait.saturating_sub(wait_then)) >= window / 4;
+            }
+            *before = current;
+        }
+        self.last = sample;
+        true
+    }
+}
