@@ -311,6 +311,18 @@ fn survives(mode: Mode, cases: &[&str], allowed: &[Verdict]) -> Result<(), Faile
             )
             .into());
         }
+        // A timeout says where each hung rank was: its last call into the
+        // backend and the rank thread's backtrace there.
+        let message = case.message.as_deref().unwrap_or_default();
+        if case.verdict == Verdict::Timeout
+            && !(message.contains("\n  rank 0: ") && message.contains("called from:\n"))
+        {
+            return Err(format!(
+                "{mode:?}: the timeout of {} does not say where rank 0 was: {message:?}",
+                case.name
+            )
+            .into());
+        }
     }
     println!(
         "{mode:?}: run ended after {:?}: {:?}",

@@ -147,10 +147,10 @@ impl<H: Harness> Handle<H> {
     /// case watchdog. Use [`Handle::wait_on_complete`] where the work is known
     /// to have completed.
     pub(crate) fn wait(&self) -> Result<(), String> {
-        match self {
+        crate::world::inside("wait()", || match self {
             Self::Plain(c) => c.wait().map_err(|e| e.to_string()),
             Self::Communication(c) => c.wait().map_err(|e| e.to_string()),
-        }
+        })
     }
 
     /// `wait()` on work already reported complete (or terminal): it has
@@ -192,7 +192,9 @@ impl<H: Harness> Handle<H> {
         match self {
             Self::Plain(_) => None,
             Self::Communication(c) => {
-                let outcome = c.wait_bounded(policy).map_err(|e| e.to_string());
+                let outcome = crate::world::inside("wait_bounded()", || {
+                    c.wait_bounded(policy).map_err(|e| e.to_string())
+                });
                 if !matches!(outcome, Ok(BoundedCompletionOutcome::Completed)) {
                     ctx.fenced.set(true);
                 }

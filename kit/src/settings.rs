@@ -11,6 +11,8 @@
 //! | `COMMCHECK_ISOLATION` | `thread` (cases in this process) or `process` (each case in a child process: aborts and segfaults become `crash`) | `thread` |
 //! | `COMMCHECK_RESULTS_DIR` | the results directory: one record per case, merged by `commcheck-report report` (see [`crate::runner::records`]) | `commcheck/<backend>` in cargo's target directory |
 //! | `COMMCHECK_RESULTS` | also write this process's whole run to this JSON file (for tools that merge launches) | not written |
+//! | `COMMCHECK_GRACE_MS` | process worlds ([`crate::processes`]): how long past a world's ceiling (six case watchdogs) a process may take to report its outcome before it is declared hung, whole milliseconds from 0 to 3 600 000; the leader's value is used by every process | 10 000 |
+//! | `COMMCHECK_CONNECT_TIMEOUT_MS` | process worlds: how long connecting the mesh and its first exchanges may take, whole milliseconds from 100 to 3 600 000; read by [`commcheck_mesh::connect_limit`] in each process, before the leader's settings can reach it | 60 000 |
 //! | `COMMCHECK_MESH_ADDRESS` | process worlds ([`crate::processes`]): the address the mesh binds and advertises, an IP address of this host, an interface name or a network (`10.0.0.0/24`); read by [`commcheck_mesh::configured_address`] when the mesh is built, a value matching no interface is an error listing them | loopback |
 //!
 //! ```
@@ -55,6 +57,9 @@ pub struct Settings {
     /// The results directory (`COMMCHECK_RESULTS_DIR`); `None`: the
     /// default, [`crate::runner::records::default_dir`].
     pub results_dir: Option<PathBuf>,
+    /// How long past a world's ceiling a process of a process world may
+    /// take to report its outcome (`COMMCHECK_GRACE_MS`).
+    pub grace: Duration,
     /// The nextest run this process belongs to (`NEXTEST_RUN_ID`, set by
     /// nextest): the base seed is derived from it when none is set.
     pub nextest_run: Option<String>,
@@ -91,6 +96,8 @@ const JOBS: &str = "COMMCHECK_JOBS";
 const JOBS_EXPECTED: &str = "a whole number of cases from 1 to 256 (default 2)";
 const ISOLATION: &str = "COMMCHECK_ISOLATION";
 const ISOLATION_EXPECTED: &str = "`thread` (the default) or `process`";
+const GRACE: &str = "COMMCHECK_GRACE_MS";
+const GRACE_EXPECTED: &str = "whole milliseconds from 0 to 3600000 (default 10000)";
 const RESULTS: &str = "COMMCHECK_RESULTS";
 const RESULTS_DIR: &str = "COMMCHECK_RESULTS_DIR";
 const NEXTEST_RUN: &str = "NEXTEST_RUN_ID";
@@ -101,6 +108,7 @@ const VARIABLES: &[(&str, &str)] = &[
     (SEED, SEED_EXPECTED),
     (JOBS, JOBS_EXPECTED),
     (ISOLATION, ISOLATION_EXPECTED),
+    (GRACE, GRACE_EXPECTED),
 ];
 
 impl Settings {
@@ -166,6 +174,15 @@ impl Settings {
             Some("process") => Isolation::Process,
             Some(other) => return Err(invalid(ISOLATION, other.to_owned(), ISOLATION_EXPECTED)),
         };
+        let grace = match value(GRACE) {
+            None => Duration::from_secs(10),
+            Some(text) => text
+                .parse::<u64>()
+                .ok()
+                .filter(|ms| *ms <= 3_600_000)
+                .map(Duration::from_millis)
+                .ok_or_else(|| invalid(GRACE, text, GRACE_EXPECTED))?,
+        };
         let results = value(RESULTS).map(PathBuf::from);
         let results_dir = value(RESULTS_DIR).map(PathBuf::from);
         let nextest_run = value(NEXTEST_RUN);
@@ -176,6 +193,7 @@ impl Settings {
             isolation,
             results,
             results_dir,
+            grace,
             nextest_run,
         })
     }
@@ -228,6 +246,7 @@ mod tests {
         assert_eq!(settings.isolation, Isolation::Thread);
         assert_eq!(settings.results, None);
         assert_eq!(settings.results_dir, None);
+        assert_eq!(settings.grace, Duration::from_secs(10));
         assert_eq!(read(&[(JOBS, "")]).unwrap().jobs, 2);
     }
 
@@ -251,8 +270,10 @@ mod tests {
             (ISOLATION, "process"),
             (RESULTS, "out/r.json"),
             (RESULTS_DIR, "out/records"),
+            (GRACE, "0"),
         ])
         .unwrap();
+        assert_eq!(settings.grace, Duration::ZERO);
         assert_eq!(settings.case_timeout, Duration::from_millis(1500));
         assert_eq!(settings.seed, Some(u64::MAX));
         assert_eq!(settings.base_seed(), u64::MAX);
@@ -268,6 +289,8 @@ mod tests {
             (TIMEOUT, "abc"),
             (TIMEOUT, "0"),
             (TIMEOUT, "99"),
+            (GRACE, "3600001"),
+            (GRACE, "-1"),
             (TIMEOUT, "3600001"),
             (TIMEOUT, "-5"),
             (TIMEOUT, "1e3"),

@@ -46,8 +46,51 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-/// How long connecting the mesh may take before it is an error.
+/// How long connecting the mesh may take before it is an error, unless
+/// [`CONNECT_SETTING`] says otherwise.
 pub const CONNECT_LIMIT: Duration = Duration::from_secs(60);
+
+/// The setting for how long connecting the mesh may take: whole
+/// milliseconds from 100 to 3 600 000 (default [`CONNECT_LIMIT`]). Each
+/// process reads its own when its mesh is built (before anything can reach
+/// it from the others).
+pub const CONNECT_SETTING: &str = "COMMCHECK_CONNECT_TIMEOUT_MS";
+
+/// The connect limit [`CONNECT_SETTING`] sets in this process's environment
+/// ([`CONNECT_LIMIT`] when unset or empty); a value out of range or not a
+/// whole number is an error naming the setting.
+///
+/// ```
+/// std::env::set_var("COMMCHECK_CONNECT_TIMEOUT_MS", "2500");
+/// assert_eq!(commcheck_mesh::connect_limit()?, std::time::Duration::from_millis(2500));
+/// std::env::set_var("COMMCHECK_CONNECT_TIMEOUT_MS", "soon");
+/// let error = commcheck_mesh::connect_limit().unwrap_err().to_string();
+/// assert!(error.contains("COMMCHECK_CONNECT_TIMEOUT_MS=\"soon\""), "{error}");
+/// # Ok::<(), commcheck_mesh::MeshError>(())
+/// ```
+pub fn connect_limit() -> Result<Duration, MeshError> {
+    let value = match std::env::var(CONNECT_SETTING) {
+        Ok(value) if !value.trim().is_empty() => value,
+        Ok(_) | Err(std::env::VarError::NotPresent) => return Ok(CONNECT_LIMIT),
+        Err(std::env::VarError::NotUnicode(value)) => {
+            return Err(MeshError::Setting(format!(
+                "{CONNECT_SETTING}={value:?} is not UTF-8: expected whole milliseconds from 100 to 3600000"
+            )))
+        }
+    };
+    value
+        .trim()
+        .parse::<u64>()
+        .ok()
+        .filter(|ms| (100..=3_600_000).contains(ms))
+        .map(Duration::from_millis)
+        .ok_or_else(|| {
+            MeshError::Setting(format!(
+                "{CONNECT_SETTING}={value:?} is not accepted: expected whole milliseconds from 100 to 3600000 (default \
+                 60000)"
+            ))
+        })
+}
 
 /// The largest frame accepted (a corrupt length is an error, not an allocation).
 const MAX_FRAME: usize = 1 << 30;
@@ -91,7 +134,8 @@ pub enum MeshError {
     /// The peers did not all connect in time, or said something unexpected.
     #[error("mesh: {0}")]
     Protocol(String),
-    /// [`ADDRESS_SETTING`] names no address of this host.
+    /// [`ADDRESS_SETTING`] names no address of this host, or
+    /// [`CONNECT_SETTING`] is no accepted limit.
     #[error("mesh: {0}")]
     Setting(String),
 }
@@ -139,7 +183,7 @@ impl Listener {
 
     /// Connects the mesh: this process is `rank`, and `addresses[r]` is rank
     /// `r`'s listener. Connects to every lower rank and accepts every higher
-    /// one, within [`CONNECT_LIMIT`]. Frames and lost connections go to
+    /// one, within [`connect_limit`]. Frames and lost connections go to
     /// `deliver`, from one reader thread per peer.
     pub fn connect(
         self,
@@ -153,7 +197,8 @@ impl Listener {
                 "rank {rank} is outside a mesh of {size} addresses"
             )));
         }
-        let deadline = Instant::now() + CONNECT_LIMIT;
+        let limit = connect_limit()?;
+        let deadline = Instant::now() + limit;
         let mut streams: Vec<Option<TcpStream>> = (0..size).map(|_| None).collect();
         for (peer, address) in addresses.iter().enumerate().take(rank) {
             let mut stream = connect_until(address, deadline).map_err(io(format!(
@@ -202,7 +247,7 @@ impl Listener {
                         let missing: Vec<usize> =
                             (rank + 1..size).filter(|r| streams[*r].is_none()).collect();
                         return Err(MeshError::Protocol(format!(
-                            "rank {rank}: ranks {missing:?} did not connect within {CONNECT_LIMIT:?}"
+                            "rank {rank}: ranks {missing:?} did not connect within {limit:?} ({CONNECT_SETTING})"
                         )));
                     }
                     std::thread::sleep(Duration::from_millis(2));

@@ -212,9 +212,12 @@ where
             Some(finding) => Err(failure(None, format!("{finding:?}"))),
         },
         WorldEnd::Crashed { rank, message } => Err(failure(None, format!("rank {rank} {message}"))),
-        WorldEnd::TimedOut { ranks } => Err(failure(
+        WorldEnd::TimedOut { ranks, stacks } => Err(failure(
             None,
-            format!("rank(s) {ranks:?} did not return, and nothing moved for {LIMIT:?} (hang)"),
+            format!(
+                "rank(s) {ranks:?} did not return, and nothing moved for {LIMIT:?} (hang){}",
+                crate::world::where_they_were(&ranks, &stacks)
+            ),
         )),
         // Still moving at the ceiling: too slow here to tell, so nothing found.
         WorldEnd::Overran { .. } => Ok(()),

@@ -236,11 +236,12 @@ pub fn check_sequence_with<H: Harness>(
         WorldEnd::Crashed { rank, message } => {
             Err(world_failure(hint, format!("rank {rank} {message}")))
         }
-        WorldEnd::TimedOut { ranks } => Err(world_failure(
+        WorldEnd::TimedOut { ranks, stacks } => Err(world_failure(
             hint,
             format!(
-                "rank(s) {ranks:?} did not return, and nothing moved for {:?} (hang)",
-                options.limit
+                "rank(s) {ranks:?} did not return, and nothing moved for {:?} (hang){}",
+                options.limit,
+                crate::world::where_they_were(&ranks, &stacks)
             ),
         )),
         WorldEnd::Overran { ranks, ran, .. } => Err(world_failure(

@@ -34,8 +34,9 @@ pub(crate) enum End {
     Finished(Check),
     /// Its rank panicked (the message says where).
     Crashed(String),
-    /// Its rank did not return, and made no progress for a whole watchdog.
-    TimedOut,
+    /// Its rank did not return, and made no progress for a whole watchdog;
+    /// where it was (its host, and [`crate::world::inside`]'s record).
+    TimedOut(String),
     /// Its rank had not returned by the ceiling, though not hung.
     Overran { ran_ms: u64, idle_ms: u64 },
     /// Its rank blocked in a call that must return at once.
@@ -263,7 +264,8 @@ impl Control {
     /// Every process's `mine`, in rank order (all call this together).
     pub(crate) fn all_gather(&self, mine: &[u8]) -> Result<Vec<Vec<u8>>, ProcessError> {
         self.broadcast(&Message::Gather(mine.to_vec()));
-        let deadline = Instant::now() + commcheck_mesh::CONNECT_LIMIT;
+        let limit = commcheck_mesh::connect_limit()?;
+        let deadline = Instant::now() + limit;
         (0..self.size())
             .map(|from| {
                 if from == self.rank() {
@@ -272,8 +274,8 @@ impl Control {
                 match self.wait(from, deadline, |m| matches!(m, Message::Gather(_))) {
                     Ok(Message::Gather(bytes)) => Ok(bytes),
                     Ok(_) | Err(Stop::Timeout) => Err(ProcessError::Lost(format!(
-                        "rank {from} did not join an all-gather within {:?}",
-                        commcheck_mesh::CONNECT_LIMIT
+                        "rank {from} did not join an all-gather within {limit:?} ({})",
+                        commcheck_mesh::CONNECT_SETTING
                     ))),
                     Err(Stop::Lost(reason)) => Err(ProcessError::Lost(format!(
                         "rank {from} was lost during an all-gather: {reason}"

@@ -20,7 +20,9 @@
 //! A process that dies mid-case is seen at once as a closed connection: the
 //! case is a `crash` naming the dead rank, the run stops, and the result file
 //! says it is incomplete. A process that stops answering is a `timeout`
-//! naming it, after the case watchdog and [`GRACE`].
+//! naming it, after the world's ceiling (six case watchdogs) and the grace
+//! `COMMCHECK_GRACE_MS`. The leader's settings (watchdog, grace, seed) are
+//! the ones every process runs by; a process whose own differ says so.
 //!
 //! A vendor's `harness = false` test file for `mpirun`:
 //!
@@ -46,21 +48,17 @@
 //! [`Harness::world`]: crate::Harness::world
 //! [`Harness::rank`]: crate::Harness::rank
 
+mod agree;
 mod control;
 mod runner;
 mod world;
 
 use std::sync::Arc;
-use std::time::Duration;
 
 pub use commcheck_mesh::Listener;
 pub use runner::{main_across, run_cases_across};
 
 pub(crate) use control::Control;
-
-/// How long past the case watchdog a process may take to report its
-/// outcome before it is declared hung.
-pub const GRACE: Duration = Duration::from_secs(10);
 
 /// A process-world error: what was expected and what happened.
 #[derive(Debug, thiserror::Error)]

@@ -4,6 +4,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use super::agree::{agree, Agreed};
 use super::control::{Control, Message, Stop};
 use super::world::run_world_across;
 use super::{ProcessError, Processes};
@@ -23,19 +24,24 @@ fn execute_across<H: Harness>(
     harness: &Arc<H>,
     case: &Case<H>,
     base: u64,
-    limit: Duration,
+    agreed: Agreed,
 ) -> CaseResult {
-    execute_with(case, base, limit, &|ranks, seed, limit, script, run| {
-        run_world_across(
-            control,
-            Arc::clone(harness),
-            ranks,
-            seed,
-            limit,
-            script,
-            run,
-        )
-    })
+    execute_with(
+        case,
+        base,
+        agreed.limit,
+        &|ranks, seed, limit, script, run| {
+            run_world_across(
+                control,
+                Arc::clone(harness),
+                ranks,
+                seed,
+                (limit, agreed.grace),
+                script,
+                run,
+            )
+        },
+    )
 }
 
 /// The leader's side of one case: tells the followers, then runs it.
@@ -43,14 +49,13 @@ fn lead<H: Harness>(
     control: &Arc<Control>,
     harness: &Arc<H>,
     case: &Case<H>,
-    base: u64,
-    limit: Duration,
+    agreed: Agreed,
 ) -> CaseResult {
     control.broadcast(&Message::Case {
         name: case.name(),
-        base,
+        base: agreed.base,
     });
-    execute_across(control, harness, case, base, limit)
+    execute_across(control, harness, case, agreed.base, agreed)
 }
 
 /// How long a follower waits for the leader's next message before it looks
@@ -61,7 +66,7 @@ const FOLLOW_POLL: Duration = Duration::from_secs(3600);
 fn follow<H: Harness>(
     control: &Arc<Control>,
     harness: &Arc<H>,
-    limit: Duration,
+    agreed: Agreed,
 ) -> Result<(), ProcessError> {
     let cases = catalogue_within(&**harness, Some(control.size()));
     loop {
@@ -77,7 +82,7 @@ fn follow<H: Harness>(
                         control.rank()
                     )));
                 };
-                execute_across(control, harness, case, base, limit);
+                execute_across(control, harness, case, base, agreed);
                 if let Some(broken) = control.broken() {
                     return Err(ProcessError::Lost(broken));
                 }
@@ -141,12 +146,13 @@ pub fn run_cases_across<H: Harness>(
     progress: impl Fn(&CaseResult, usize),
 ) -> Result<Option<RunResults>, ProcessError> {
     let settings = Settings::from_env()?;
-    let (base, limit) = (settings.base_seed(), settings.case_timeout);
     let control = &processes.control;
     let harness = Arc::new(harness);
     let ranks = places(control)?;
+    let agreed = agree(control, &settings)?;
+    let base = agreed.base;
     if control.rank() != 0 {
-        return follow(control, &harness, limit).map(|()| None);
+        return follow(control, &harness, agreed).map(|()| None);
     }
     let cases: Vec<Case<H>> = catalogue_within(&*harness, Some(control.size()))
         .into_iter()
@@ -157,7 +163,7 @@ pub fn run_cases_across<H: Harness>(
         if control.broken().is_some() {
             break;
         }
-        let result = lead(control, &harness, case, base, limit);
+        let result = lead(control, &harness, case, agreed);
         progress(&result, cases.len());
         done.push(result);
     }
@@ -182,7 +188,6 @@ pub fn run_cases_across<H: Harness>(
 /// naming it, and a non-zero exit status.
 pub fn main_across<H: Harness>(processes: Processes, harness: H) -> ! {
     let settings = settings_or_exit();
-    let (base, limit) = (settings.base_seed(), settings.case_timeout);
     if settings.isolation == Isolation::Process {
         eprintln!(
             "commcheck: COMMCHECK_ISOLATION=process does not apply to a process world: every \
@@ -192,15 +197,17 @@ pub fn main_across<H: Harness>(processes: Processes, harness: H) -> ! {
     }
     let control = Arc::clone(&processes.control);
     let harness = Arc::new(harness);
-    let ranks = match places(&control) {
-        Ok(ranks) => Arc::new(ranks),
+    let started = places(&control).and_then(|ranks| Ok((ranks, agree(&control, &settings)?)));
+    let (ranks, agreed) = match started {
+        Ok((ranks, agreed)) => (Arc::new(ranks), agreed),
         Err(error) => {
             eprintln!("commcheck (rank {}): {error}", control.rank());
             processes.exit(1);
         }
     };
+    let base = agreed.base;
     if control.rank() != 0 {
-        let code = match follow(&control, &harness, limit) {
+        let code = match follow(&control, &harness, agreed) {
             Ok(()) => 0,
             Err(error) => {
                 eprintln!("commcheck (rank {}): {error}", control.rank());
@@ -223,7 +230,7 @@ pub fn main_across<H: Harness>(processes: Processes, harness: H) -> ! {
     let ran: Arc<Mutex<Vec<CaseResult>>> = Arc::default();
     let exec = {
         let (control, harness) = (Arc::clone(&control), Arc::clone(&harness));
-        move |case: &Case<H>| lead(&control, &harness, case, base, limit)
+        move |case: &Case<H>| lead(&control, &harness, case, agreed)
     };
     let done = {
         let (control, harness, ran, ranks) = (

@@ -8,7 +8,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::control::{Control, End, Message, Outcome, Stop};
-use super::GRACE;
 use crate::harness::Harness;
 use crate::world::{overrun, run_ranks, Ranks, Run, Script, Signals, WorldEnd};
 
@@ -18,7 +17,7 @@ pub(crate) fn run_world_across<H: Harness>(
     harness: Arc<H>,
     ranks: usize,
     seed: u64,
-    limit: Duration,
+    (limit, grace): (Duration, Duration),
     script: Script<H>,
     run: &Run,
 ) -> WorldEnd {
@@ -42,7 +41,10 @@ pub(crate) fn run_world_across<H: Harness>(
             let elsewhere = control.ended_elsewhere(epoch, ranks);
             abandoned.set(elsewhere);
             // The value only ends the wait; this process's end is `Abandoned`.
-            elsewhere.then(|| WorldEnd::TimedOut { ranks: Vec::new() })
+            elsewhere.then(|| WorldEnd::TimedOut {
+                ranks: Vec::new(),
+                stacks: Vec::new(),
+            })
         };
         let end = run_ranks(harness, &world, seed, limit, script, run, &interrupt);
         control.unregister(epoch);
@@ -62,7 +64,7 @@ pub(crate) fn run_world_across<H: Harness>(
         },
     });
     // A rank still moving may run to the ceiling (see `world::overrun`).
-    let deadline = started + overrun(limit) + GRACE;
+    let deadline = started + overrun(limit) + grace;
     let ends: Vec<Result<End, Stop>> = (0..control.size())
         .map(|from| {
             if from == me {
@@ -80,7 +82,7 @@ pub(crate) fn run_world_across<H: Harness>(
             Ok(outcome.end)
         })
         .collect();
-    combine(control, ranks, ends)
+    combine(control, ranks, grace, ends)
 }
 
 /// This process's end, from its local supervision (one local rank).
@@ -88,7 +90,11 @@ fn local_end(end: WorldEnd) -> End {
     match end {
         WorldEnd::Finished(mut checks) => End::Finished(checks.pop().unwrap_or(Ok(()))),
         WorldEnd::Crashed { message, .. } => End::Crashed(message),
-        WorldEnd::TimedOut { .. } => End::TimedOut,
+        WorldEnd::TimedOut { stacks, .. } => End::TimedOut(format!(
+            "on host {}: {}",
+            crate::build::hostname(),
+            stacks.join("; ")
+        )),
         WorldEnd::Overran { ran, idle, .. } => End::Overran {
             ran_ms: millis(ran),
             idle_ms: millis(idle),
@@ -106,6 +112,11 @@ fn local_end(end: WorldEnd) -> End {
     }
 }
 
+/// Rank `rank`'s mesh address: where its process runs.
+fn address(control: &Control, rank: usize) -> &str {
+    control.addresses().get(rank).map_or("?", String::as_str)
+}
+
 fn millis(duration: Duration) -> u64 {
     u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
@@ -115,23 +126,37 @@ fn millis(duration: Duration) -> u64 {
 /// it; then one that overran, one that timed out; otherwise every rank's
 /// check, in rank order. A lost or
 /// silent process also breaks the process world: no later case can run.
-fn combine(control: &Control, ranks: usize, ends: Vec<Result<End, Stop>>) -> WorldEnd {
+fn combine(
+    control: &Control,
+    ranks: usize,
+    grace: Duration,
+    ends: Vec<Result<End, Stop>>,
+) -> WorldEnd {
     let mut checks = Vec::with_capacity(ranks);
-    let mut timed_out = Vec::new();
+    let (mut timed_out, mut stacks) = (Vec::new(), Vec::new());
     let mut overran = None;
     for (rank, end) in ends.into_iter().enumerate() {
         match end {
             Err(Stop::Lost(reason)) => {
-                let message = format!("crashed: its process died mid-case ({reason})");
+                let message = format!(
+                    "crashed: its process (at {}) died mid-case ({reason})",
+                    address(control, rank)
+                );
                 control.break_with(format!("rank {rank} {message}"));
                 return WorldEnd::Crashed { rank, message };
             }
             Err(Stop::Timeout) => {
                 control.break_with(format!(
-                    "the process of rank {rank} sent no outcome within {:?} past the case watchdog",
-                    GRACE
+                    "the process of rank {rank} sent no outcome within {grace:?} (COMMCHECK_GRACE_MS) past the \
+                     world's ceiling"
                 ));
-                return WorldEnd::TimedOut { ranks: vec![rank] };
+                return WorldEnd::TimedOut {
+                    ranks: vec![rank],
+                    stacks: vec![format!(
+                        "at {}: its process sent nothing, so where it was is unknown",
+                        address(control, rank)
+                    )],
+                };
             }
             Ok(End::Crashed(message)) => return WorldEnd::Crashed { rank, message },
             Ok(End::Blocked {
@@ -146,7 +171,10 @@ fn combine(control: &Control, ranks: usize, ends: Vec<Result<End, Stop>>) -> Wor
                     limit: Duration::from_millis(limit_ms),
                 }
             }
-            Ok(End::TimedOut) => timed_out.push(rank),
+            Ok(End::TimedOut(stack)) => {
+                timed_out.push(rank);
+                stacks.push(stack);
+            }
             Ok(End::Overran { ran_ms, idle_ms }) => {
                 overran.get_or_insert(WorldEnd::Overran {
                     ranks: vec![rank],
@@ -166,7 +194,10 @@ fn combine(control: &Control, ranks: usize, ends: Vec<Result<End, Stop>>) -> Wor
     if !timed_out.is_empty() || checks.len() < ranks {
         // An abandoned rank with no crash anywhere cannot happen; were it
         // to, the world did not finish within the watchdog.
-        return WorldEnd::TimedOut { ranks: timed_out };
+        return WorldEnd::TimedOut {
+            ranks: timed_out,
+            stacks,
+        };
     }
     WorldEnd::Finished(checks)
 }

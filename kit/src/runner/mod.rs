@@ -127,11 +127,12 @@ fn classify<H: Harness>(
             Verdict::Crash,
             Some(format!("rank {rank}{world} {message}")),
         ),
-        WorldEnd::TimedOut { ranks } => (
+        WorldEnd::TimedOut { ranks, stacks } => (
             Verdict::Timeout,
             Some(format!(
                 "rank(s) {ranks:?}{world} did not finish, and no rank made progress for {limit:?} of watching (hung \
-                 in backend or harness code)"
+                 in backend or harness code){}",
+                crate::world::where_they_were(&ranks, &stacks)
             )),
         ),
         WorldEnd::Overran { ranks, ran, idle } => (

@@ -236,7 +236,7 @@ fn confirm<H: Harness>(completion: CommCompletion<H>) -> Outcome {
     else {
         return Outcome::Completed;
     };
-    match completion.wait_bounded(policy) {
+    match crate::world::inside("wait_bounded()", || completion.wait_bounded(policy)) {
         Ok(BoundedCompletionOutcome::Completed) => Outcome::Completed,
         Ok(BoundedCompletionOutcome::DeadlineExceeded { .. }) => Outcome::Failed(format!(
             "is_complete reported Ok(true), yet wait_bounded then gave up after {:?}",
@@ -261,7 +261,7 @@ fn dispose<H: Harness>(completion: CommCompletion<H>) {
     if let Some(policy) =
         mode.and_then(|mode| BoundedCompletionWait::new(slack::DEADLINE, mode).ok())
     {
-        let _ = completion.wait_bounded(policy);
+        let _ = crate::world::inside("wait_bounded()", || completion.wait_bounded(policy));
     }
 }
 

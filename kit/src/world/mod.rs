@@ -18,7 +18,7 @@ use crate::runner::results::Attributed;
 mod watch;
 
 pub(crate) use watch::{
-    guarded, overrun, pause, polled, progressed, CallWatch, SETUP, WATCH_PERIOD,
+    guarded, inside, overrun, pause, polled, progressed, CallWatch, SETUP, WATCH_PERIOD,
 };
 use watch::{Expired, KitThread, Watchdog};
 
@@ -362,6 +362,10 @@ impl<'w, H: Harness> RankCtx<'w, H> {
 
     /// Makes a tensor; a harness failure becomes [`Finding::Harness`].
     pub fn tensor(&self, values: &[f32], shape: &[usize]) -> Result<Tensor<H>, Finding> {
+        inside("Harness::tensor", || self.tensor_in(values, shape))
+    }
+
+    fn tensor_in(&self, values: &[f32], shape: &[usize]) -> Result<Tensor<H>, Finding> {
         let dtype = self.dtype.get();
         if dtype == Dtype::F32 {
             return harness(self.harness.tensor(&self.rank, values, shape));
@@ -390,6 +394,10 @@ impl<'w, H: Harness> RankCtx<'w, H> {
     /// (widened to `f32`); a tensor of another dtype is a violation of the
     /// check that reads it (a backend's output of the wrong dtype).
     pub fn read(&self, tensor: &Tensor<H>) -> Result<Vec<f32>, Finding> {
+        inside("Harness::read", || self.read_in(tensor))
+    }
+
+    fn read_in(&self, tensor: &Tensor<H>) -> Result<Vec<f32>, Finding> {
         let dtype = self.dtype.get();
         if dtype == Dtype::F32 {
             return harness(self.harness.read(&self.rank, tensor));
@@ -547,7 +555,12 @@ pub(crate) enum WorldEnd {
     Crashed { rank: usize, message: String },
     /// Not every rank returned, and none of the world's ranks made progress
     /// for a whole case watchdog: a hang.
-    TimedOut { ranks: Vec<usize> },
+    TimedOut {
+        ranks: Vec<usize>,
+        /// Where each of `ranks` was ([`watch::whereabouts`]; for a rank
+        /// of another process, as that process said).
+        stacks: Vec<String>,
+    },
     /// Not every rank returned by the ceiling ([`overrun`]), but the world
     /// was still making progress (its last progress `idle` before): too slow
     /// on this machine now to tell a hang from load, so it proves nothing.
@@ -564,6 +577,16 @@ pub(crate) enum WorldEnd {
         invariant: String,
         limit: Duration,
     },
+}
+
+/// The ranks of a timed-out world and where each was, as lines to append
+/// to a message (empty when nothing is known).
+pub(crate) fn where_they_were(ranks: &[usize], stacks: &[String]) -> String {
+    ranks
+        .iter()
+        .zip(stacks)
+        .map(|(rank, stack)| format!("\n  rank {rank}: {stack}"))
+        .collect()
 }
 
 /// The per-rank script of a case.
@@ -736,12 +759,18 @@ pub(crate) fn run_ranks<H: Harness>(
             return end;
         }
         if let Some(expired) = watchdog.look(&watches, first) {
-            let ranks = (first..first + local)
+            let ranks: Vec<usize> = (first..first + local)
                 .filter(|r| results[*r - first].is_none())
                 .collect();
             return match expired {
                 Expired::Blocked(blocked) => blocked,
-                Expired::Hung => WorldEnd::TimedOut { ranks },
+                Expired::Hung => {
+                    let stacks = ranks
+                        .iter()
+                        .map(|rank| watch::whereabouts(&watches[rank - first]))
+                        .collect();
+                    WorldEnd::TimedOut { ranks, stacks }
+                }
                 Expired::Overran { ran, idle } => WorldEnd::Overran { ranks, ran, idle },
             };
         }
@@ -758,7 +787,10 @@ pub(crate) fn run_ranks<H: Harness>(
                 let ranks = (first..first + local)
                     .filter(|r| results[*r - first].is_none())
                     .collect();
-                return WorldEnd::TimedOut { ranks };
+                return WorldEnd::TimedOut {
+                    ranks,
+                    stacks: Vec::new(),
+                };
             }
         }
     }
@@ -831,8 +863,9 @@ pub fn run_script<H: Harness>(
             }
         }
         WorldEnd::Crashed { rank, message } => Err(format!("rank {rank} {message}")),
-        WorldEnd::TimedOut { ranks } => Err(format!(
-            "rank(s) {ranks:?} timed out: nothing moved for {limit:?}"
+        WorldEnd::TimedOut { ranks, stacks } => Err(format!(
+            "rank(s) {ranks:?} timed out: nothing moved for {limit:?}{}",
+            crate::world::where_they_were(&ranks, &stacks)
         )),
         WorldEnd::Overran { ranks, ran, .. } => Err(format!(
             "rank(s) {ranks:?} still running after {ran:?}, though not hung (the machine is too slow now)"

@@ -47,6 +47,17 @@ pub(crate) struct CallWatch {
     /// Wall time, in nanoseconds, the rank thread spent in the kit's own
     /// pauses between polls ([`pause`]), waking included.
     paused: AtomicU64,
+    /// The rank's last call into the backend ([`inside`]).
+    entered: Mutex<Option<Entered>>,
+}
+
+/// A call into the backend a rank thread made: where from, and whether it
+/// has returned.
+struct Entered {
+    what: &'static str,
+    at: Instant,
+    left: Option<Instant>,
+    trace: Arc<std::backtrace::Backtrace>,
 }
 
 impl Default for CallWatch {
@@ -56,6 +67,7 @@ impl Default for CallWatch {
             moved: Mutex::new(Instant::now()),
             tid: OnceLock::new(),
             paused: AtomicU64::new(0),
+            entered: Mutex::new(None),
         }
     }
 }
@@ -155,6 +167,115 @@ pub(crate) fn guarded<T>(
     result
 }
 
+/// Calls again within this of the same call's return (a poll loop) keep
+/// the backtrace taken on the first.
+const HOT: Duration = Duration::from_millis(50);
+
+/// Runs `call`, a call into the backend named `what`, recording on a rank
+/// thread where it was called from (a backtrace of the rank thread) and
+/// whether it returned: what a timeout reports of each hung rank
+/// ([`whereabouts`]).
+pub(crate) fn inside<T>(what: &'static str, call: impl FnOnce() -> T) -> T {
+    let watch = WATCH.with(|watch| watch.borrow().clone());
+    let Some(watch) = watch else { return call() };
+    {
+        let now = Instant::now();
+        let mut entered = guard(&watch.entered);
+        match entered.as_mut() {
+            Some(last)
+                if last.what == what
+                    && last
+                        .left
+                        .is_some_and(|left| now.saturating_duration_since(left) < HOT) =>
+            {
+                (last.at, last.left) = (now, None);
+            }
+            _ => {
+                *entered = Some(Entered {
+                    what,
+                    at: now,
+                    left: None,
+                    trace: Arc::new(std::backtrace::Backtrace::force_capture()),
+                })
+            }
+        }
+    }
+    let result = call();
+    if let Some(last) = guard(&watch.entered).as_mut() {
+        last.left = Some(Instant::now());
+    }
+    result
+}
+
+/// Where the rank thread `watch` watches is: inside a call into the
+/// backend, or between calls, with the backtrace of its last call.
+pub(crate) fn whereabouts(watch: &CallWatch) -> String {
+    let entered = guard(&watch.entered);
+    let Some(last) = entered.as_ref() else {
+        return "no call the kit tracks had been made yet".to_owned();
+    };
+    let place = match last.left {
+        None => format!("inside {} for {:?}", last.what, last.at.elapsed()),
+        Some(left) => format!(
+            "in no call the kit tracks; its last tracked call, {}, returned {:?} before",
+            last.what,
+            left.elapsed()
+        ),
+    };
+    format!(
+        "{place}; {} called from:\n{}",
+        last.what,
+        frames(&last.trace)
+    )
+}
+
+/// The frames of `trace` that say where a rank was: the kit's, the
+/// harness's and the backend's, without the standard library's and the
+/// watchdog's own (at most [`FRAMES`]).
+fn frames(trace: &std::backtrace::Backtrace) -> String {
+    if trace.status() != std::backtrace::BacktraceStatus::Captured {
+        return "      (no backtrace on this platform)".to_owned();
+    }
+    const SKIP: &[&str] = &[
+        "std::",
+        "core::",
+        "alloc::",
+        "<std::",
+        "<core::",
+        "<alloc::",
+        "__",
+        "_start",
+        "clone",
+        "start_thread",
+        "commcheck::world::watch::",
+    ];
+    let text = trace.to_string();
+    let (mut out, mut keep, mut kept) = (Vec::new(), false, 0);
+    for line in text.lines() {
+        let line = line.trim_start();
+        let frame = line
+            .split_once(": ")
+            .filter(|(index, _)| !index.is_empty() && index.bytes().all(|b| b.is_ascii_digit()));
+        if let Some((_, symbol)) = frame {
+            keep = !SKIP.iter().any(|skip| symbol.starts_with(skip));
+            if keep {
+                kept += 1;
+                if kept > FRAMES {
+                    out.push("      ...".to_owned());
+                    break;
+                }
+                out.push(format!("      {symbol}"));
+            }
+        } else if keep && line.starts_with("at ") {
+            out.push(format!("        {line}"));
+        }
+    }
+    out.join("\n")
+}
+
+/// The most frames [`whereabouts`] gives.
+const FRAMES: usize = 16;
+
 /// [`guarded`] for a poll (`is_complete()`, `resources_releasable()`): its
 /// return is no progress, since a rank polling work that never completes is
 /// as stuck as one blocked in `wait()`. The caller records progress when
@@ -173,7 +294,7 @@ pub(crate) fn polled<T>(
         started: Instant::now(),
         limit,
     });
-    let result = call();
+    let result = inside(what, call);
     *guard(&watch.call) = previous;
     result
 }
