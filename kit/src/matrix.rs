@@ -515,12 +515,14 @@ pub(crate) fn wait_within<H: Harness>(
     completion: &Handle<H>,
     limit: Duration,
 ) -> Result<(), String> {
-    let start = Instant::now();
+    let mut clock = crate::world::Stopwatch::start();
     loop {
         match completion.is_complete() {
             Ok(true) => return Ok(()),
-            Ok(false) if start.elapsed() >= limit => {
-                return Err(format!("still pending after {limit:?}"))
+            Ok(false) if clock.elapsed() >= limit => {
+                return Err(format!(
+                    "still pending after {limit:?} (counting only time the backend could run)"
+                ))
             }
             Ok(false) => crate::world::pause(Duration::from_millis(1)),
             Err(error) => return Err(error),

@@ -195,7 +195,7 @@ impl<H: Harness> Owned<H> {
                 "the completion was already consumed".into(),
             ));
         };
-        let start = Instant::now();
+        let mut clock = crate::world::Stopwatch::start();
         loop {
             match completion.is_complete() {
                 Ok(true) => return Ok(confirm::<H>(completion)),
@@ -207,7 +207,7 @@ impl<H: Harness> Owned<H> {
                     dispose::<H>(completion);
                     return Err(Stop::Abandoned);
                 }
-                Ok(false) if start.elapsed() >= limit => {
+                Ok(false) if clock.elapsed() >= limit => {
                     dispose::<H>(completion);
                     return Ok(Outcome::Pending(limit));
                 }
@@ -279,7 +279,7 @@ pub(crate) fn output_of<H: Harness, E: Display>(
         Outcome::Completed => Ok(submission.output),
         Outcome::Failed(error) => Err(violation!("{}: failed: {error}", what()).into()),
         Outcome::Pending(limit) => Err(violation!(
-            "{}: still pending {limit:?} after every member had submitted (a hang)",
+            "{}: still pending {limit:?} (counting only time the backend could run) after every member had submitted (a hang)",
             what(),
         )
         .into()),

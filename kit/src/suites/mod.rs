@@ -21,7 +21,7 @@ mod sub;
 pub(crate) mod sum;
 mod values;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use eredu_core::{BoundedCompletion, CompletionCancellationMode, Submission};
 use eredu_runtime::backend::SubmissionBackend;
@@ -303,12 +303,12 @@ pub(crate) enum Polled {
 /// Polls `is_complete` (never blocking) until it reports success or an
 /// error, or `limit` passes.
 pub(crate) fn poll<H: Harness>(completion: &Handle<H>, limit: Duration) -> Polled {
-    let start = Instant::now();
+    let mut clock = crate::world::Stopwatch::start();
     loop {
         match completion.is_complete() {
             Ok(true) => return Polled::Complete,
             Err(error) => return Polled::Error(error),
-            Ok(false) if start.elapsed() >= limit => return Polled::Pending,
+            Ok(false) if clock.elapsed() >= limit => return Polled::Pending,
             Ok(false) => crate::world::pause(Duration::from_millis(1)),
         }
     }

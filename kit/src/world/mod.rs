@@ -18,7 +18,7 @@ use crate::runner::results::Attributed;
 mod watch;
 
 pub(crate) use watch::{
-    guarded, inside, overrun, pause, polled, progressed, CallWatch, SETUP, WATCH_PERIOD,
+    guarded, inside, overrun, pause, polled, progressed, CallWatch, Stopwatch, SETUP, WATCH_PERIOD,
 };
 use watch::{Expired, KitThread, Watchdog};
 

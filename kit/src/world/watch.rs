@@ -390,6 +390,40 @@ pub(crate) fn starved() -> bool {
     state.starved
 }
 
+/// A clock for the kit's bounds on a backend's progress in a poll loop
+/// ("still pending 5 s after every member submitted"): like the watchdog,
+/// it counts only time the kit can vouch for. Each reading adds the time
+/// since the last one, at most [`LOOK_GAP`] (a poller that was not
+/// scheduled proves nothing), and nothing while the backend's own threads
+/// are starved ([`starved`]). On a machine loaded past that, the bound is
+/// never reached and the world ends at its ceiling, inconclusive.
+pub(crate) struct Stopwatch {
+    counted: Duration,
+    last: Instant,
+}
+
+impl Stopwatch {
+    /// A stopwatch started now.
+    pub(crate) fn start() -> Self {
+        Self {
+            counted: Duration::ZERO,
+            last: Instant::now(),
+        }
+    }
+
+    /// The time counted so far (read it in the poll loop: each reading
+    /// counts the time since the previous one).
+    pub(crate) fn elapsed(&mut self) -> Duration {
+        let now = Instant::now();
+        let gap = now.saturating_duration_since(self.last).min(LOOK_GAP);
+        self.last = now;
+        if !starved() {
+            self.counted += gap;
+        }
+        self.counted
+    }
+}
+
 /// What one sample of a world's rank threads saw.
 #[derive(Clone, Default)]
 struct Sample {
