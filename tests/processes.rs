@@ -220,7 +220,8 @@ fn killed_rank() -> Result<(), Failed> {
         &["--enable-recovery"],
         &[],
         &[
-            "rank 1 crashed: its process died mid-case",
+            "rank 1 crashed: its process (at ",
+            ") died mid-case",
             "commcheck: stopping after",
         ],
         false,

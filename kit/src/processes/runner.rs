@@ -2,7 +2,7 @@
 //! writes the results), the others follow its lead case by case.
 
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use super::agree::{agree, Agreed};
 use super::control::{Control, Message, Stop};
@@ -58,10 +58,6 @@ fn lead<H: Harness>(
     execute_across(control, harness, case, agreed.base, agreed)
 }
 
-/// How long a follower waits for the leader's next message before it looks
-/// again (a lost leader ends the wait at once).
-const FOLLOW_POLL: Duration = Duration::from_secs(3600);
-
 /// A follower's whole run: every case the leader names, until it is done.
 fn follow<H: Harness>(
     control: &Arc<Control>,
@@ -69,8 +65,13 @@ fn follow<H: Harness>(
     agreed: Agreed,
 ) -> Result<(), ProcessError> {
     let cases = catalogue_within(&**harness, Some(control.size()));
+    // The leader names the next case as soon as the last one ended; the
+    // longest it can be busy meanwhile is one world it runs without this
+    // process (a smaller world): the ceiling plus the grace. A leader
+    // silent for longer is lost (a link that went down closes nothing).
+    let silence = crate::world::overrun(agreed.limit) + agreed.grace + agreed.limit;
     loop {
-        let next = control.wait(0, Instant::now() + FOLLOW_POLL, |message| {
+        let next = control.wait(0, Instant::now() + silence, |message| {
             matches!(message, Message::Case { .. } | Message::Done)
         });
         match next {
@@ -88,7 +89,12 @@ fn follow<H: Harness>(
                 }
             }
             Ok(_) => return Ok(()),
-            Err(Stop::Timeout) => {}
+            Err(Stop::Timeout) => {
+                return Err(ProcessError::Lost(format!(
+                    "the leader (rank 0, at {}) sent nothing for {silence:?}: lost, or its link is down",
+                    control.addresses().first().map_or("?", String::as_str)
+                )))
+            }
             Err(Stop::Lost(reason)) => {
                 return Err(ProcessError::Lost(format!(
                     "the leader (rank 0) was lost: {reason}"

@@ -640,7 +640,7 @@ pub(crate) fn run_ranks<H: Harness>(
 ) -> WorldEnd {
     let (ranks, first, local) = (world.size, world.local.start, world.local.len());
     let (report, reports) = mpsc::channel::<(usize, std::thread::Result<Check>)>();
-    let watches: Vec<Arc<CallWatch>> = (0..local).map(|_| Arc::default()).collect();
+    let watches = CallWatch::world(local);
     let supervisor = {
         let report = report.clone();
         let watches = watches.clone();

@@ -49,6 +49,10 @@ pub(crate) struct CallWatch {
     paused: AtomicU64,
     /// The rank's last call into the backend ([`inside`]).
     entered: Mutex<Option<Entered>>,
+    /// Shared by the local ranks of one world: in the last sample, one of
+    /// them was computing and waited to run for a quarter of it (set by
+    /// the [`Watchdog`], read by [`Stopwatch`]).
+    peers_starved: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// A call into the backend a rank thread made: where from, and whether it
@@ -60,6 +64,21 @@ struct Entered {
     trace: Arc<std::backtrace::Backtrace>,
 }
 
+impl CallWatch {
+    /// The watches of a world's `ranks` local rank threads.
+    pub(crate) fn world(ranks: usize) -> Vec<Arc<Self>> {
+        let peers_starved = Arc::default();
+        (0..ranks)
+            .map(|_| {
+                Arc::new(Self {
+                    peers_starved: Arc::clone(&peers_starved),
+                    ..Self::default()
+                })
+            })
+            .collect()
+    }
+}
+
 impl Default for CallWatch {
     fn default() -> Self {
         Self {
@@ -68,6 +87,7 @@ impl Default for CallWatch {
             tid: OnceLock::new(),
             paused: AtomicU64::new(0),
             entered: Mutex::new(None),
+            peers_starved: Arc::default(),
         }
     }
 }
@@ -395,7 +415,9 @@ pub(crate) fn starved() -> bool {
 /// it counts only time the kit can vouch for. Each reading adds the time
 /// since the last one, at most [`LOOK_GAP`] (a poller that was not
 /// scheduled proves nothing), and nothing while the backend's own threads
-/// are starved ([`starved`]). On a machine loaded past that, the bound is
+/// are starved ([`starved`]) or a rank of the same world is computing
+/// but waiting to run (a late peer building its inputs: the work waits
+/// for it). On a machine loaded past that, the bound is
 /// never reached and the world ends at its ceiling, inconclusive.
 pub(crate) struct Stopwatch {
     counted: Duration,
@@ -417,7 +439,13 @@ impl Stopwatch {
         let now = Instant::now();
         let gap = now.saturating_duration_since(self.last).min(LOOK_GAP);
         self.last = now;
-        if !starved() {
+        let peers = WATCH.with(|watch| {
+            watch
+                .borrow()
+                .as_ref()
+                .is_some_and(|watch| watch.peers_starved.load(Ordering::Relaxed))
+        });
+        if !starved() && !peers {
             self.counted += gap;
         }
         self.counted
@@ -551,6 +579,7 @@ impl Watchdog {
             busy: false,
             waiting: vec![false; watches.len()],
         };
+        let mut starved = false;
         for ((watch, before), waiting) in watches
             .iter()
             .zip(&mut self.before)
@@ -576,12 +605,17 @@ impl Watchdog {
                 let computing = scheduled
                     .saturating_sub(then)
                     .saturating_sub(paused.saturating_sub(paused_then));
-                sample.busy |= Duration::from_nanos(computing) >= window / 2;
+                let busy = Duration::from_nanos(computing) >= window / 2;
+                sample.busy |= busy;
                 *waiting = Duration::from_nanos(wait.saturating_sub(wait_then)) >= window / 4;
+                starved |= busy && *waiting;
             }
             *before = current;
         }
         self.last = sample;
+        if let Some(watch) = watches.first() {
+            watch.peers_starved.store(starved, Ordering::Relaxed);
+        }
         true
     }
 }
