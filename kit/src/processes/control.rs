@@ -23,6 +23,9 @@ pub(crate) enum Message {
     Done,
     /// A host-side signal raised in world run `epoch`.
     Signal { epoch: u64, name: String },
+    /// The sender's ranks of world run `epoch` moved (see
+    /// [`crate::world::remote_progress`]).
+    Progress { epoch: u64 },
     /// How world run `epoch` ended on the sender.
     Outcome { epoch: u64, outcome: Outcome },
 }
@@ -99,6 +102,11 @@ impl Inbox {
                     Some((current, _)) if *current > epoch => {}
                     _ => state.queue.push((from, Message::Signal { epoch, name })),
                 },
+                Ok(Message::Progress { epoch }) => {
+                    if matches!(&state.world, Some((current, _)) if *current == epoch) {
+                        crate::world::remote_progress();
+                    }
+                }
                 Ok(message) => state.queue.push((from, message)),
                 Err(error) => {
                     state
@@ -184,6 +192,15 @@ impl Control {
             epoch,
             name: name.to_owned(),
         });
+        for to in (0..ranks).filter(|to| *to != self.rank()) {
+            let _ = self.mesh.send(to, &bytes);
+        }
+    }
+
+    /// Tells the other ranks of world run `epoch` (`ranks` ranks) that this
+    /// process's rank moved.
+    pub(crate) fn progress(&self, epoch: u64, ranks: usize) {
+        let bytes = Self::encode(&Message::Progress { epoch });
         for to in (0..ranks).filter(|to| *to != self.rank()) {
             let _ = self.mesh.send(to, &bytes);
         }

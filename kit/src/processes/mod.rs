@@ -121,6 +121,7 @@ impl Processes {
         rank: usize,
         addresses: &[String],
     ) -> Result<Self, ProcessError> {
+        crate::world::across_processes();
         Ok(Self {
             control: Control::connect(listener, rank, addresses)?,
             #[cfg(feature = "mpi")]
@@ -192,10 +193,10 @@ impl Processes {
     }
 
     /// Ends this process's part in the launch: finalises MPI when every
-    /// process is still there, and leaves it otherwise (finalising with a
-    /// dead peer would hang).
+    /// process is still there and answering, and leaves it otherwise
+    /// (finalising with a dead or unreachable peer would hang).
     pub fn finish(self) {
-        let healthy = self.control.lost().is_none();
+        let healthy = self.control.lost().is_none() && self.control.broken().is_none();
         #[cfg(feature = "mpi")]
         {
             let mut this = self;

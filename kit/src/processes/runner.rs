@@ -90,10 +90,12 @@ fn follow<H: Harness>(
             }
             Ok(_) => return Ok(()),
             Err(Stop::Timeout) => {
-                return Err(ProcessError::Lost(format!(
+                let why = format!(
                     "the leader (rank 0, at {}) sent nothing for {silence:?}: lost, or its link is down",
                     control.addresses().first().map_or("?", String::as_str)
-                )))
+                );
+                control.break_with(why.clone());
+                return Err(ProcessError::Lost(why));
             }
             Err(Stop::Lost(reason)) => {
                 return Err(ProcessError::Lost(format!(

@@ -31,10 +31,12 @@ pub(crate) fn run_world_across<H: Harness>(
             relaying.signal(epoch, ranks, name)
         })));
         control.register(epoch, Arc::clone(&signals));
+        let announcing = Arc::clone(control);
         let world = Ranks {
             size: ranks,
             local: me..me + 1,
             signals,
+            announce: Some(Box::new(move || announcing.progress(epoch, ranks))),
         };
         let abandoned = Cell::new(false);
         let interrupt = || {

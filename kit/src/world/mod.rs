@@ -18,7 +18,8 @@ use crate::runner::results::Attributed;
 mod watch;
 
 pub(crate) use watch::{
-    guarded, inside, overrun, pause, polled, progressed, CallWatch, Stopwatch, SETUP, WATCH_PERIOD,
+    across_processes, guarded, inside, overrun, pause, polled, progressed, remote_progress,
+    CallWatch, Stopwatch, SETUP, WATCH_PERIOD,
 };
 use watch::{Expired, KitThread, Watchdog};
 
@@ -610,6 +611,7 @@ pub(crate) fn run_world<H: Harness>(
         size: ranks,
         local: 0..ranks,
         signals: Arc::new(Signals::default()),
+        announce: None,
     };
     run_ranks(harness, &world, seed, limit, script, run, &|| None)
 }
@@ -622,6 +624,9 @@ pub(crate) struct Ranks {
     pub(crate) local: std::ops::Range<usize>,
     /// The world's signals.
     pub(crate) signals: Arc<Signals>,
+    /// Tells the world's other processes that this one's ranks moved (see
+    /// [`watch::remote_progress`]); `None` for a world in one process.
+    pub(crate) announce: Option<Box<dyn Fn() + Send + Sync>>,
 }
 
 /// Builds the world, runs `script` on every local rank's thread, and
@@ -758,7 +763,7 @@ pub(crate) fn run_ranks<H: Harness>(
         if let Some(end) = interrupt() {
             return end;
         }
-        if let Some(expired) = watchdog.look(&watches, first) {
+        if let Some(expired) = watchdog.look(&watches, first, world.announce.as_deref()) {
             let ranks: Vec<usize> = (first..first + local)
                 .filter(|r| results[*r - first].is_none())
                 .collect();

@@ -8,7 +8,9 @@
 //!
 //! - **progress**: a guarded call into the backend returned, a signal was
 //!   raised, a poll moved the rank on ([`guarded`], [`polled`],
-//!   [`progressed`]), or a rank thread was busy computing ([`Sample`]);
+//!   [`progressed`]), a rank thread was busy computing ([`Sample`]), or,
+//!   in a process world, the process moved bytes ([`io_moved`]) or another
+//!   process of the world said its rank moved ([`remote_progress`]);
 //! - **watched time**: each look of the supervisor adds at most
 //!   [`LOOK_GAP`], so a supervisor that was not scheduled adds nothing;
 //! - **starvation**: a look adds nothing while some thread of this process
@@ -344,11 +346,142 @@ const SAMPLE: Duration = Duration::from_millis(250);
 /// The nanoseconds thread `tid` of this process has spent running, and
 /// waiting to run (`/proc/self/task/<tid>/schedstat`).
 fn schedstat(tid: u32) -> Option<(u64, u64)> {
-    let text = std::fs::read_to_string(format!("/proc/self/task/{tid}/schedstat")).ok()?;
+    let text = read_proc(&format!("/proc/self/task/{tid}/schedstat"))?;
     let mut fields = text.split_whitespace();
     let run: u64 = fields.next()?.parse().ok()?;
     let wait: u64 = fields.next()?.parse().ok()?;
     Some((run, wait))
+}
+
+/// Bytes the kit itself read from `/proc` ([`read_proc`]), which
+/// [`io_moved`] leaves out.
+static PROC_READ: AtomicU64 = AtomicU64::new(0);
+
+/// Reads a `/proc` file, counting its bytes in [`PROC_READ`].
+fn read_proc(path: &str) -> Option<String> {
+    let text = std::fs::read_to_string(path).ok()?;
+    PROC_READ.fetch_add(text.len() as u64, Ordering::Relaxed);
+    Some(text)
+}
+
+/// When another process of the current process world last said its rank
+/// moved ([`remote_progress`]).
+static REMOTE: Mutex<Option<Instant>> = Mutex::new(None);
+
+/// Records that another process of the current world said its rank moved:
+/// a world across processes moves wherever one of its ranks does, and a
+/// peer computing or sending on its own host is invisible here otherwise.
+pub(crate) fn remote_progress() {
+    *guard(&REMOTE) = Some(Instant::now());
+}
+
+/// Whether another process of the world moved within the last two samples.
+fn remote_moved() -> bool {
+    guard(&REMOTE).is_some_and(|at| at.elapsed() < 2 * SAMPLE)
+}
+
+/// Whether this process runs the ranks of process worlds (one rank per
+/// process, talking over a network): only then is its I/O a world's.
+static ACROSS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Marks this process as one rank of process worlds (see [`io_moved`]).
+pub(crate) fn across_processes() {
+    ACROSS.store(true, Ordering::Relaxed);
+}
+
+/// The least I/O in one sample that counts as a world moving bytes.
+const IO_MOVED: u64 = 4096;
+
+/// Whether, in the last sample, this process moved bytes: at least
+/// [`IO_MOVED`] through `read`/`write` calls (sockets included: `rchar` and
+/// `wchar` of `/proc/self/io`, less the kit's own `/proc` reads), or the
+/// send or receive queue of one of its TCP sockets changed (a sender blocked
+/// in one large `write` drains its queue). Only in a process of process
+/// worlds, where the bytes it moves during a world are that world's: a
+/// transfer on a slow link is the backend moving, however long it takes. A
+/// link that is down moves nothing. Transports that bypass the kernel
+/// (RDMA, a GPU's links) are not seen. Samples at most every [`SAMPLE`].
+pub(crate) fn io_moved() -> bool {
+    type Seen = (u64, Queues);
+    static STATE: OnceLock<Mutex<(Instant, Option<Seen>, bool)>> = OnceLock::new();
+    if !ACROSS.load(Ordering::Relaxed) {
+        return false;
+    }
+    let state = STATE.get_or_init(|| Mutex::new((Instant::now(), None, false)));
+    let mut state = guard(state);
+    if state.0.elapsed() < SAMPLE {
+        return state.2;
+    }
+    let now = io_seen();
+    state.2 = match (&state.1, &now) {
+        (Some((bytes_then, queues_then)), Some((bytes, queues))) => {
+            // A queue counts when it changed with at least IO_MOVED in it
+            // (the kit's own small messages pass through queues too).
+            bytes.saturating_sub(*bytes_then) >= IO_MOVED
+                || queues.iter().any(|(inode, tx, rx)| {
+                    let then = queues_then.iter().find(|(i, _, _)| i == inode);
+                    let (tx0, rx0) = then.map_or((0, 0), |(_, tx, rx)| (*tx, *rx));
+                    (tx0, rx0) != (*tx, *rx) && (*tx).max(*rx).max(tx0).max(rx0) >= IO_MOVED
+                })
+        }
+        _ => false,
+    };
+    (state.0, state.1) = (Instant::now(), now);
+    state.2
+}
+
+/// A process's TCP sockets' queues: `(inode, send queue, receive queue)`.
+type Queues = Vec<(u64, u64, u64)>;
+
+/// This process's I/O bytes so far (less its `/proc` reads), and the
+/// queues (`tx:rx`, hex) of its TCP sockets by inode.
+fn io_seen() -> Option<(u64, Queues)> {
+    let text = read_proc("/proc/self/io")?;
+    let field = |name: &str| -> Option<u64> {
+        text.lines()
+            .find_map(|line| line.strip_prefix(name))
+            .and_then(|value| value.trim().parse().ok())
+    };
+    let sockets: HashSet<u64> = std::fs::read_dir("/proc/self/fd")
+        .ok()?
+        .flatten()
+        .filter_map(|fd| {
+            let target = std::fs::read_link(fd.path()).ok()?;
+            let target = target.to_str()?;
+            target
+                .strip_prefix("socket:[")?
+                .strip_suffix(']')?
+                .parse()
+                .ok()
+        })
+        .collect();
+    let mut queues = Vec::new();
+    for table in ["/proc/self/net/tcp", "/proc/self/net/tcp6"] {
+        let Some(text) = read_proc(table) else {
+            continue;
+        };
+        for line in text.lines().skip(1) {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let (Some(queue), Some(inode)) = (fields.get(4), fields.get(9)) else {
+                continue;
+            };
+            let Some((tx, rx)) = queue.split_once(':') else {
+                continue;
+            };
+            let hex = |text: &str| u64::from_str_radix(text, 16).ok();
+            if let (Ok(inode), Some(tx), Some(rx)) = (inode.parse::<u64>(), hex(tx), hex(rx)) {
+                if sockets.contains(&inode) {
+                    queues.push((inode, tx, rx));
+                }
+            }
+        }
+    }
+    queues.sort();
+    let bytes = field("rchar:")?.saturating_add(field("wchar:")?);
+    Some((
+        bytes.saturating_sub(PROC_READ.load(Ordering::Relaxed)),
+        queues,
+    ))
 }
 
 /// This thread's id in `/proc/self/task` (Linux).
@@ -415,9 +548,11 @@ pub(crate) fn starved() -> bool {
 /// it counts only time the kit can vouch for. Each reading adds the time
 /// since the last one, at most [`LOOK_GAP`] (a poller that was not
 /// scheduled proves nothing), and nothing while the backend's own threads
-/// are starved ([`starved`]) or a rank of the same world is computing
+/// are starved ([`starved`]), a rank of the same world is computing
 /// but waiting to run (a late peer building its inputs: the work waits
-/// for it). On a machine loaded past that, the bound is
+/// for it), or, in a process world, the process is moving bytes
+/// ([`io_moved`]: a transfer on a slow link) or another process of the
+/// world said its rank moved ([`remote_progress`]). On a machine loaded past that, the bound is
 /// never reached and the world ends at its ceiling, inconclusive.
 pub(crate) struct Stopwatch {
     counted: Duration,
@@ -445,7 +580,7 @@ impl Stopwatch {
                 .as_ref()
                 .is_some_and(|watch| watch.peers_starved.load(Ordering::Relaxed))
         });
-        if !starved() && !peers {
+        if !starved() && !peers && !io_moved() && !remote_moved() {
             self.counted += gap;
         }
         self.counted
@@ -483,6 +618,8 @@ pub(crate) struct Watchdog {
     /// Per rank: the guarded call being timed (by its start) and the time
     /// counted against its limit.
     calls: Vec<Option<(Instant, Duration)>>,
+    /// When this process last told the others its ranks moved.
+    announced: Instant,
     _kit: KitThread,
 }
 
@@ -515,13 +652,21 @@ impl Watchdog {
                 waiting: vec![false; ranks],
             },
             calls: vec![None; ranks],
+            announced: now,
             _kit: KitThread::enter(),
         }
     }
 
     /// One look at the ranks `first..` watched by `watches`: `Some` once the
     /// world is hung, blocked in a call, or past the ceiling.
-    pub(crate) fn look(&mut self, watches: &[Arc<CallWatch>], first: usize) -> Option<Expired> {
+    /// `announce` tells the world's other processes when this one's ranks
+    /// moved in a sample (by their own evidence, not another's).
+    pub(crate) fn look(
+        &mut self,
+        watches: &[Arc<CallWatch>],
+        first: usize,
+        announce: Option<&(dyn Fn() + Send + Sync)>,
+    ) -> Option<Expired> {
         let now = Instant::now();
         let gap = now.saturating_duration_since(self.looked).min(LOOK_GAP);
         self.looked = now;
@@ -552,7 +697,14 @@ impl Watchdog {
             .iter()
             .map(|watch| *guard(&watch.moved))
             .fold(self.started, Instant::max);
-        if fresh && self.last.busy {
+        let local = fresh && (self.last.busy || io_moved());
+        if fresh && (local || moved > self.announced) {
+            if let Some(announce) = announce {
+                announce();
+            }
+            self.announced = now;
+        }
+        if local || (fresh && remote_moved()) {
             (self.idle, self.seen) = (Duration::ZERO, now);
         } else if moved > self.seen {
             (self.idle, self.seen) = (Duration::ZERO, moved);
