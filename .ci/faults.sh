@@ -59,6 +59,11 @@ for scenario in "${scenarios[@]}"; do
       export COMMCHECK_CASE_TIMEOUT_MS=3000 COMMCHECK_GRACE_MS=2000
       NETNS_LIMIT=600 netns_launch "$binary" certify cpu --out "$dir/report" >"$dir/log" 2>&1 &
       launch=$!
+      if ! netns_started "$dir/log" "$launch"; then
+        # A launch that stalled before any rank started: once more.
+        NETNS_LIMIT=600 netns_launch "$binary" certify cpu --out "$dir/report" >"$dir/log" 2>&1 &
+        launch=$!
+      fi
       if ! first_case; then
         problem "no case finished within 5 minutes"
       elif [ "$scenario" = link-down ]; then

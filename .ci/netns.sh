@@ -11,6 +11,12 @@
 #   netns_launch BINARY ARGS...
 #                       mpirun -n N BINARY ARGS... from cc-h0, killed after
 #                       NETNS_LIMIT seconds (default 3600; then status 124)
+#   netns_started LOG PID
+#                       waits (at most 120 s) until the certification the
+#                       launch PID runs has finished cases (LOG says so);
+#                       otherwise ends every process on the hosts, says so,
+#                       and fails (Open MPI's daemon launch across the
+#                       namespaces sometimes stalls before any rank starts)
 #   netns_leftovers NAME
 #                       the processes named NAME still in any host (pid, host)
 
@@ -97,6 +103,20 @@ netns_launch() {
     --mca routed direct --hostfile "$netns_dir/hostfile" -n "$netns_count" \
     --mca oob_tcp_if_include "$net.0/24" --mca btl tcp,self --mca btl_tcp_if_include "$net.0/24" \
     "${forward[@]}" -x PATH "$binary" "$@"
+}
+
+netns_started() {
+  local tries=0 i
+  while kill -0 "$2" 2>/dev/null && ! grep -q "cases done after" "$1" 2>/dev/null && [ "$tries" -lt 240 ]; do
+    tries=$((tries + 1))
+    sleep 0.5
+  done
+  grep -q "cases done after" "$1" 2>/dev/null && return 0
+  kill -0 "$2" 2>/dev/null || return 0
+  echo "$(basename "$0"): no case finished within 120 s of the launch: mpirun's daemons did not start every rank (Open MPI's launch across the namespaces stalled); ending it"
+  for i in $(seq 0 $((netns_count - 1))); do ip netns pids "cc-h$i" 2>/dev/null | xargs -r kill -9 2>/dev/null || true; done
+  wait "$2" 2>/dev/null || true
+  return 1
 }
 
 netns_leftovers() {
