@@ -56,7 +56,7 @@ for scenario in "${scenarios[@]}"; do
       grep -q "$expect" "$dir/log" || problem "did not reach full: $(grep -m3 'level' "$dir/log")"
       ;;
     link-down | killed-rank)
-      export COMMCHECK_CASE_TIMEOUT_MS=3000 COMMCHECK_GRACE_MS=2000
+      export COMMCHECK_CASE_TIMEOUT_MS=1000 COMMCHECK_GRACE_MS=1000
       NETNS_LIMIT=600 netns_launch "$binary" certify cpu --out "$dir/report" >"$dir/log" 2>&1 &
       launch=$!
       if ! netns_started "$dir/log" "$launch"; then
@@ -84,14 +84,14 @@ for scenario in "${scenarios[@]}"; do
       left=$(netns_leftovers "$name")
       [ -z "$left" ] || problem "commcheck processes still running 5 minutes after the fault: $left"
       # mpirun's own teardown across a downed link is Open MPI's business:
-      # give it 30 s after the ranks ended, then end it.
+      # give it 10 s after the ranks ended, then end it.
       tries=0
-      while kill -0 "$launch" 2>/dev/null && [ "$tries" -lt 60 ]; do
+      while kill -0 "$launch" 2>/dev/null && [ "$tries" -lt 20 ]; do
         tries=$((tries + 1))
         sleep 0.5
       done
       if kill -0 "$launch" 2>/dev/null; then
-        echo "$scenario: note: mpirun had not ended 30 s later (Open MPI's teardown across the fault); ended here"
+        echo "$scenario: note: mpirun had not ended 10 s later (Open MPI's teardown across the fault); ended here"
         pkill -KILL -P "$launch" 2>/dev/null || true
         for i in 0 1; do netns_named "cc-h$i" mpirun | xargs -r kill -KILL; netns_named "cc-h$i" orted | xargs -r kill -KILL; done
       fi
