@@ -9,14 +9,14 @@
 //! - **progress**: a guarded call into the backend returned, a signal was
 //!   raised, a poll moved the rank on ([`guarded`], [`polled`],
 //!   [`progressed`]), a rank thread was busy computing ([`Sample`]), or,
-//!   in a process world, the process moved bytes ([`io_moved`]) or another
+//!   in a process world, the process moved bytes ([`process`]) or another
 //!   process of the world said its rank moved ([`remote_progress`]);
 //! - **watched time**: each look of the supervisor adds at most
 //!   [`LOOK_GAP`], so a supervisor that was not scheduled adds nothing;
 //! - **starvation**: a look adds nothing while some thread of this process
 //!   that the kit does not run (the backend's own threads: a lane, a
 //!   progress thread) waited to run for a quarter of the last sample
-//!   ([`starved`]). Work the backend does on its own threads while a rank
+//!   ([`process`]). Work the backend does on its own threads while a rank
 //!   sleeps in `wait()` is invisible to the kit; if such a thread could not
 //!   get a CPU, the world may be moving as fast as this machine lets it.
 //!
@@ -100,7 +100,7 @@ thread_local! {
 }
 
 /// The threads the kit runs (rank threads and supervisors), by id in
-/// `/proc/self/task`: [`starved`] looks at every other thread.
+/// `/proc/self/task`: [`process`] looks at every other thread.
 fn kit_threads() -> &'static Mutex<HashSet<u32>> {
     static THREADS: OnceLock<Mutex<HashSet<u32>>> = OnceLock::new();
     THREADS.get_or_init(Mutex::default)
@@ -392,31 +392,23 @@ pub(crate) fn across_processes() {
 /// The least I/O in one sample that counts as a world moving bytes.
 const IO_MOVED: u64 = 4096;
 
-/// Whether, in the last sample, this process moved bytes: at least
-/// [`IO_MOVED`] through `read`/`write` calls (sockets included: `rchar` and
-/// `wchar` of `/proc/self/io`, less the kit's own `/proc` reads), or the
-/// send or receive queue of one of its TCP sockets changed (a sender blocked
-/// in one large `write` drains its queue). Only in a process of process
-/// worlds, where the bytes it moves during a world are that world's: a
-/// transfer on a slow link is the backend moving, however long it takes. A
-/// link that is down moves nothing. Transports that bypass the kernel
-/// (RDMA, a GPU's links) are not seen. Samples at most every [`SAMPLE`].
-pub(crate) fn io_moved() -> bool {
-    type Seen = (u64, Queues);
-    static STATE: OnceLock<Mutex<(Instant, Option<Seen>, bool)>> = OnceLock::new();
+/// Whether this process moved bytes since `before` (updated to now): at
+/// least [`IO_MOVED`] through `read`/`write` calls (sockets included:
+/// `rchar` and `wchar` of `/proc/self/io`, less the kit's own `/proc`
+/// reads), or the send or receive queue of one of its TCP sockets changed
+/// with at least [`IO_MOVED`] in it (a sender blocked in one large `write`
+/// drains its queue; the kit's own small messages pass through queues too).
+/// Only in a process of process worlds, where the bytes it moves during a
+/// world are that world's: a transfer on a slow link is the backend moving,
+/// however long it takes. A link that is down moves nothing. Transports
+/// that bypass the kernel (RDMA, a GPU's links) are not seen.
+fn io_moved(before: &mut Option<(u64, Queues)>) -> bool {
     if !ACROSS.load(Ordering::Relaxed) {
         return false;
     }
-    let state = STATE.get_or_init(|| Mutex::new((Instant::now(), None, false)));
-    let mut state = guard(state);
-    if state.0.elapsed() < SAMPLE {
-        return state.2;
-    }
     let now = io_seen();
-    state.2 = match (&state.1, &now) {
+    let moved = match (&*before, &now) {
         (Some((bytes_then, queues_then)), Some((bytes, queues))) => {
-            // A queue counts when it changed with at least IO_MOVED in it
-            // (the kit's own small messages pass through queues too).
             bytes.saturating_sub(*bytes_then) >= IO_MOVED
                 || queues.iter().any(|(inode, tx, rx)| {
                     let then = queues_then.iter().find(|(i, _, _)| i == inode);
@@ -426,8 +418,8 @@ pub(crate) fn io_moved() -> bool {
         }
         _ => false,
     };
-    (state.0, state.1) = (Instant::now(), now);
-    state.2
+    *before = now;
+    moved
 }
 
 /// A process's TCP sockets' queues: `(inode, send queue, receive queue)`.
@@ -490,32 +482,44 @@ fn thread_id() -> Option<u32> {
     link.file_name()?.to_str()?.parse().ok()
 }
 
-/// The process-wide starvation sample (see [`starved`]).
-struct Starvation {
+/// What the last sample of the whole process saw ([`process`]).
+#[derive(Clone, Copy, Default)]
+struct ProcessSeen {
+    /// Some thread of this process other than the kit's own waited to run
+    /// (runnable, no CPU free) for at least a quarter of the sample. On a
+    /// system without `/proc/self/task/*/schedstat` (not Linux), never.
+    starved: bool,
+    /// The process moved bytes ([`io_moved`]).
+    io_moved: bool,
+}
+
+/// The process-wide sample behind [`process`].
+struct ProcessSample {
     sampled: Instant,
     /// Each thread's run-queue wait at the last sample.
     waits: HashMap<u32, u64>,
-    starved: bool,
+    /// The process's I/O at the last sample ([`io_moved`]).
+    io: Option<(u64, Queues)>,
+    seen: ProcessSeen,
 }
 
-/// Whether, in the last sample, some thread of this process other than
-/// the kit's own waited to run (runnable, no CPU free) for at least a
-/// quarter of the sample. Samples at most every [`SAMPLE`], for every
-/// world of the process at once. On a system without
-/// `/proc/self/task/*/schedstat` (not Linux) nothing is ever starved.
-pub(crate) fn starved() -> bool {
-    static STATE: OnceLock<Mutex<Starvation>> = OnceLock::new();
+/// What the last sample of this process saw: starvation of the backend's
+/// threads, and bytes moved. Samples at most every [`SAMPLE`], for every
+/// world of the process at once.
+fn process() -> ProcessSeen {
+    static STATE: OnceLock<Mutex<ProcessSample>> = OnceLock::new();
     let state = STATE.get_or_init(|| {
-        Mutex::new(Starvation {
+        Mutex::new(ProcessSample {
             sampled: Instant::now(),
             waits: HashMap::new(),
-            starved: false,
+            io: None,
+            seen: ProcessSeen::default(),
         })
     });
     let mut state = guard(state);
     let window = state.sampled.elapsed();
     if window < SAMPLE {
-        return state.starved;
+        return state.seen;
     }
     let kit = guard(kit_threads()).clone();
     let mut waits = HashMap::new();
@@ -532,15 +536,17 @@ pub(crate) fn starved() -> bool {
             }
         }
     }
-    state.starved = waits.iter().any(|(tid, wait)| {
+    let starved = waits.iter().any(|(tid, wait)| {
         state
             .waits
             .get(tid)
             .is_some_and(|before| Duration::from_nanos(wait.saturating_sub(*before)) >= window / 4)
     });
+    let io_moved = io_moved(&mut state.io);
     state.waits = waits;
+    state.seen = ProcessSeen { starved, io_moved };
     state.sampled = Instant::now();
-    state.starved
+    state.seen
 }
 
 /// A clock for the kit's bounds on a backend's progress in a poll loop
@@ -548,10 +554,10 @@ pub(crate) fn starved() -> bool {
 /// it counts only time the kit can vouch for. Each reading adds the time
 /// since the last one, at most [`LOOK_GAP`] (a poller that was not
 /// scheduled proves nothing), and nothing while the backend's own threads
-/// are starved ([`starved`]), a rank of the same world is computing
+/// are starved ([`process`]), a rank of the same world is computing
 /// but waiting to run (a late peer building its inputs: the work waits
 /// for it), or, in a process world, the process is moving bytes
-/// ([`io_moved`]: a transfer on a slow link) or another process of the
+/// ([`process`]: a transfer on a slow link) or another process of the
 /// world said its rank moved ([`remote_progress`]). On a machine loaded past that, the bound is
 /// never reached and the world ends at its ceiling, inconclusive.
 pub(crate) struct Stopwatch {
@@ -580,7 +586,8 @@ impl Stopwatch {
                 .as_ref()
                 .is_some_and(|watch| watch.peers_starved.load(Ordering::Relaxed))
         });
-        if !starved() && !peers && !io_moved() && !remote_moved() {
+        let process = process();
+        if !process.starved && !process.io_moved && !peers && !remote_moved() {
             self.counted += gap;
         }
         self.counted
@@ -671,7 +678,8 @@ impl Watchdog {
         let gap = now.saturating_duration_since(self.looked).min(LOOK_GAP);
         self.looked = now;
         let fresh = self.sample(watches, now);
-        let starved = starved();
+        let process = process();
+        let starved = process.starved;
         for (offset, (watch, timed)) in watches.iter().zip(&mut self.calls).enumerate() {
             let Some(call) = guard(&watch.call).clone() else {
                 *timed = None;
@@ -697,7 +705,7 @@ impl Watchdog {
             .iter()
             .map(|watch| *guard(&watch.moved))
             .fold(self.started, Instant::max);
-        let local = fresh && (self.last.busy || io_moved());
+        let local = fresh && (self.last.busy || process.io_moved);
         if fresh && (local || moved > self.announced) {
             if let Some(announce) = announce {
                 announce();
