@@ -239,6 +239,10 @@ def edges(crate):
                 continue
             parts = [p.strip() for p in re.split(r"::", m.group(1)) if p.strip() and p.strip() not in ("{", "*")]
             targets.append((m.start(), parts))
+        # Paths in code that start at a child module (`ret::rows::<H>()`).
+        for m in re.finditer(r"(?<![A-Za-z0-9_:])([a-z_][a-z0-9_]*)\s*::\s*([A-Za-z_][A-Za-z0-9_]*)", text):
+            if module + (m.group(1),) in crate.files and m.group(1) not in ("crate", "self", "super"):
+                targets.append((m.start(), [m.group(1), m.group(2)]))
         for pos, parts in targets:
             if not parts or parts[0] not in ("crate", "super", "self") and (module + (parts[0],)) not in crate.files:
                 continue
