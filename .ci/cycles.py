@@ -111,6 +111,10 @@ class Crate:
                 resolved = self.resolve_path(module, src, seen)
                 if resolved:
                     return resolved
+        if not module:
+            for other, path in self.files.items():
+                if re.search(r"#\[macro_export\][^!]*macro_rules!\s*" + re.escape(head) + r"\b", self.text[path]):
+                    return path
         if re.search(r"\b(?:fn|struct|enum|trait|type|const|static|union)\s+" + re.escape(head) + r"\b", text) or re.search(
             r"macro_rules!\s*" + re.escape(head) + r"\b", text
         ):
@@ -225,6 +229,11 @@ def edges(crate):
             return sum(1 for a, b, _ in spans if a < pos < b)
 
         targets = []
+        use_spans = [(m.start(), m.end()) for m in re.finditer(r"\buse\s+[^;]+;", text)]
+
+        def in_use(pos):
+            return any(a <= pos < b for a, b in use_spans)
+
         for m in re.finditer(r"\buse\s+([^;]+);", text):
             if re.search(r"\bpub(?:\([^)]*\))?\s+$", text[max(0, m.start() - 20):m.start()]):
                 continue  # a re-export: followed by `resolve`, no dependency of its own
@@ -232,15 +241,14 @@ def edges(crate):
                 targets.append((m.start(), parts))
         for m in PATH.finditer(text):
             # Paths in code (not in `use` lines, handled above).
-            line_start = text.rfind("\n", 0, m.start()) + 1
-            if re.match(r"\s*(pub(\([^)]*\))?\s+)?use\b", text[line_start:m.start() + 1]) or re.search(
-                r"\buse\s[^;]*$", text[max(0, m.start() - 400):m.start()]
-            ):
+            if in_use(m.start()):
                 continue
             parts = [p.strip() for p in re.split(r"::", m.group(1)) if p.strip() and p.strip() not in ("{", "*")]
             targets.append((m.start(), parts))
         # Paths in code that start at a child module (`ret::rows::<H>()`).
         for m in re.finditer(r"(?<![A-Za-z0-9_:])([a-z_][a-z0-9_]*)\s*::\s*([A-Za-z_][A-Za-z0-9_]*)", text):
+            if in_use(m.start()):
+                continue
             if module + (m.group(1),) in crate.files and m.group(1) not in ("crate", "self", "super"):
                 targets.append((m.start(), [m.group(1), m.group(2)]))
         for pos, parts in targets:

@@ -1,15 +1,122 @@
 //! The catalogue: the one place where the suites' rows, the claimed
 //! operations and the completion matrix become named cases.
+//!
+//! It sits above every suite: the rows of the suites that apply to every
+//! backend (RET, EXC, CAN, SUB), and those of each claimed operation's own
+//! family (SUM, GAT, A2A, P2P, BRD, BAR, AGR), are gathered here and nowhere
+//! else.
 
 use std::sync::Arc;
 
-use crate::case::{Body, Case};
-use crate::harness::{Harness, Instruments, WorldSizes};
+use eredu_runtime::backend::{
+    BarrierBackend, BroadcastBackend, EvenGatherBackend, FailureAgreementBackend,
+    PointToPointBackend, SumReductionBackend, UnevenGatherBackend, VariableAllToAllBackend,
+};
+
+use crate::case::{Body, Case, Row};
+use crate::harness::{Backend, ClaimVisitor, Claims, Harness, Instruments, WorldSizes};
 use crate::matrix::{self, Subject};
 use crate::operation::Operation;
 use crate::runner::results::Evidence;
 use crate::spec;
+use crate::suites;
 use crate::world::Script;
+
+/// The invariants of each operation's own family. Their rows come with the
+/// claim (built where the trait bound holds); for an unclaimed operation each
+/// of these IDs is reported `not-supported`.
+const OPERATION_FAMILIES: &[(&str, Operation)] = &[
+    ("SUM-1", Operation::AllReduceSum),
+    ("SUM-2", Operation::AllReduceSum),
+    ("GAT-1", Operation::AllGatherEven),
+    ("GAT-2", Operation::AllGatherUneven),
+    ("A2A-1", Operation::VariableAllToAll),
+    ("P2P-1", Operation::SendReceive),
+    ("P2P-2", Operation::SendReceive),
+    ("P2P-3", Operation::SendReceive),
+    ("BRD-1", Operation::Broadcast),
+    ("BRD-2", Operation::Broadcast),
+    ("BAR-1", Operation::Barrier),
+    ("AGR-1", Operation::AgreeSuccess),
+    ("AGR-2", Operation::AgreeSuccess),
+];
+
+/// Every row of the suites that apply to all backends (RET, EXC, CAN, SUB).
+fn suite_rows<H: Harness>() -> Vec<Row<H>> {
+    let mut rows = suites::ret::rows::<H>();
+    rows.extend(suites::exc::rows::<H>());
+    rows.extend(suites::can::rows::<H>());
+    rows.extend(suites::sub::rows::<H>());
+    rows.sort_by_key(|row| {
+        spec::INVARIANTS
+            .iter()
+            .position(|inv| inv.id == row.id)
+            .unwrap_or(usize::MAX)
+    });
+    rows
+}
+
+/// The rows of the claimed operations' own families.
+fn family_rows<H: Harness>(claims: &Claims<H>) -> Vec<Row<H>> {
+    let mut rows = FamilyRows(Vec::new());
+    claims.visit(&mut rows);
+    rows.0
+}
+
+/// Gathers each claimed operation's family rows, built where its trait
+/// bound holds.
+struct FamilyRows<H: Harness>(Vec<Row<H>>);
+
+impl<H: Harness> ClaimVisitor<H> for FamilyRows<H> {
+    fn sum_reduction(&mut self)
+    where
+        Backend<H>: SumReductionBackend,
+    {
+        self.0.extend(suites::sum::rows::<H>());
+    }
+    fn even_gather(&mut self)
+    where
+        Backend<H>: EvenGatherBackend,
+    {
+        self.0.extend(suites::gat::even_rows::<H>());
+    }
+    fn uneven_gather(&mut self)
+    where
+        Backend<H>: UnevenGatherBackend,
+    {
+        self.0.extend(suites::gat::uneven_rows::<H>());
+    }
+    fn variable_all_to_all(&mut self)
+    where
+        Backend<H>: VariableAllToAllBackend,
+    {
+        self.0.extend(suites::a2a::rows::<H>());
+    }
+    fn point_to_point(&mut self)
+    where
+        Backend<H>: PointToPointBackend,
+    {
+        self.0.extend(suites::p2p::rows::<H>());
+    }
+    fn broadcast(&mut self)
+    where
+        Backend<H>: BroadcastBackend,
+    {
+        self.0.extend(suites::brd::rows::<H>());
+    }
+    fn barrier(&mut self)
+    where
+        Backend<H>: BarrierBackend,
+    {
+        self.0.extend(suites::bar::rows::<H>());
+    }
+    fn failure_agreement(&mut self)
+    where
+        Backend<H>: FailureAgreementBackend,
+    {
+        self.0.extend(suites::agr::rows::<H>());
+    }
+}
 
 /// Every subject a row may apply to, in report order.
 fn subjects() -> Vec<Subject> {
@@ -52,12 +159,12 @@ pub(crate) fn catalogue_within<H: Harness>(harness: &H, processes: Option<usize>
         matrix::submit_driver::<H>(local),
     ];
     drivers.extend(claims.drivers());
-    let mut rows = crate::suites::rows::<H>();
-    rows.extend(claims.family_rows());
+    let mut rows = suite_rows::<H>();
+    rows.extend(family_rows(&claims));
     rows.sort_by_key(|row| spec::INVARIANTS.iter().position(|inv| inv.id == row.id));
     let mut cases = Vec::new();
     // Families of unclaimed operations: every one of their IDs is not-supported.
-    for (id, operation) in crate::suites::OPERATION_FAMILIES {
+    for (id, operation) in OPERATION_FAMILIES {
         if let (false, Some(invariant)) = (claims.claims(*operation), spec::invariant(id)) {
             cases.push(Case {
                 invariant,
@@ -117,7 +224,7 @@ pub(crate) fn catalogue_within<H: Harness>(harness: &H, processes: Option<usize>
                 .copied()
                 .filter(|n| sizes.contains(*n))
                 .collect();
-            let unclaimed_mode = crate::suites::unclaimed_mode::<H>(row.id);
+            let unclaimed_mode = suites::can::unclaimed_mode::<H>(row.id);
             let unclaimed = script.is_err() || unclaimed_mode.is_some();
             let script = match script {
                 Ok(_) if unclaimed_mode.is_some() => Err(unclaimed_mode.unwrap_or_default()),

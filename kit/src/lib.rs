@@ -213,7 +213,6 @@ pub mod build;
 pub mod case;
 mod catalogue;
 pub mod check;
-pub mod claims;
 pub mod dtype;
 #[doc = include_str!("../EVIDENCE.md")]
 pub mod evidence {}
@@ -228,25 +227,25 @@ pub mod processes;
 pub mod runner;
 pub mod settings;
 pub mod spec;
+mod subject;
 pub(crate) mod suites;
 pub mod world;
 
 pub use case::Case;
 pub use catalogue::catalogue;
 pub use check::{Check, Finding};
-pub use claims::Claims;
 pub use dtype::{Dtype, HostValues};
 /// The 16-bit float types of [`HostValues`] (re-exported, so a harness uses the same version).
 pub use half;
 pub use harness::{
-    CompletionRef, Harness, HarnessError, HoldGuard, Identity, Instruments, Ledger, Observer,
-    Probe, WireRecord, WorkState, WorldSizes,
+    Claims, CompletionRef, Harness, HarnessError, HoldGuard, Identity, Instruments, Ledger,
+    Observer, Probe, WireRecord, WorkState, WorldSizes,
 };
-pub use matrix::Subject;
 pub use operation::Operation;
 pub use runner::results::{
     Attributed, Calibration, CaseResult, DataCoverage, Evidence, RankPlace, RunResults, Sweep,
     Verdict,
 };
 pub use runner::{main, run_cases, run_cases_with, run_with};
+pub use subject::Subject;
 pub use world::RankCtx;

@@ -346,3 +346,58 @@ fn wire_check<H: Harness>(route: H::Route, before: usize, sent: Vec<Vec<u8>>) ->
         }
     })
 }
+
+impl<H: Harness> crate::Claims<H> {
+    /// The claimed operation's driver and parameterised submission, when it
+    /// is claimed and has one.
+    pub(crate) fn varied(&self, operation: Operation) -> Option<(matrix::Driver<H>, Vary<H>)> {
+        let mut varied = VariedOf(Vec::new());
+        self.visit(&mut varied);
+        let vary = varied.0.into_iter().find(|(op, _)| *op == operation)?.1;
+        let driver = self
+            .drivers()
+            .into_iter()
+            .find(|driver| driver.subject.operation() == Some(operation))?;
+        Some((driver, vary))
+    }
+}
+
+/// Collects the parameterised submission of each claimed operation that has one.
+struct VariedOf<H: Harness>(Vec<(Operation, Vary<H>)>);
+
+impl<H: Harness> crate::harness::ClaimVisitor<H> for VariedOf<H> {
+    fn sum_reduction(&mut self) {}
+    fn even_gather(&mut self) {}
+    fn uneven_gather(&mut self)
+    where
+        Backend<H>: UnevenGatherBackend,
+    {
+        self.0
+            .push((Operation::AllGatherUneven, uneven_gather::<H>));
+    }
+    fn variable_all_to_all(&mut self)
+    where
+        Backend<H>: VariableAllToAllBackend,
+    {
+        self.0.push((Operation::VariableAllToAll, all_to_all::<H>));
+    }
+    fn point_to_point(&mut self)
+    where
+        Backend<H>: PointToPointBackend,
+    {
+        self.0.push((Operation::SendReceive, send_receive::<H>));
+    }
+    fn broadcast(&mut self)
+    where
+        Backend<H>: BroadcastBackend,
+    {
+        self.0.push((Operation::Broadcast, broadcast::<H>));
+    }
+    fn barrier(&mut self) {}
+    fn failure_agreement(&mut self)
+    where
+        Backend<H>: FailureAgreementBackend,
+    {
+        self.0.push((Operation::AgreeSuccess, agree::<H>));
+    }
+}

@@ -8,16 +8,15 @@ pub(crate) mod bar;
 mod blocker;
 pub(crate) use blocker::{free_lane_limit, Blocker};
 pub(crate) mod brd;
-mod can;
-pub(crate) use can::unclaimed_mode;
+pub(crate) mod can;
 mod choreography;
 mod exact;
-mod exc;
+pub(crate) mod exc;
 pub(crate) mod gat;
 pub(crate) mod p2p;
-mod ret;
+pub(crate) mod ret;
 pub(crate) mod scenario;
-mod sub;
+pub(crate) mod sub;
 pub(crate) mod sum;
 mod values;
 
@@ -26,45 +25,10 @@ use std::time::Duration;
 use eredu_core::{BoundedCompletion, CompletionCancellationMode, Submission};
 use eredu_runtime::backend::SubmissionBackend;
 
-use crate::case::Row;
 use crate::check::{slack, Check, Finding};
 use crate::harness::{Backend, CommCompletion, Harness, OwnedExecutor, Probe};
 use crate::matrix::{wait_within, Handle, Pending, Subject, Submitted};
 use crate::world::RankCtx;
-
-/// The invariants of each operation's own family. Their rows come with the
-/// claim (built where the trait bound holds); for an unclaimed operation each
-/// of these IDs is reported `not-supported`.
-pub(crate) const OPERATION_FAMILIES: &[(&str, crate::Operation)] = &[
-    ("SUM-1", crate::Operation::AllReduceSum),
-    ("SUM-2", crate::Operation::AllReduceSum),
-    ("GAT-1", crate::Operation::AllGatherEven),
-    ("GAT-2", crate::Operation::AllGatherUneven),
-    ("A2A-1", crate::Operation::VariableAllToAll),
-    ("P2P-1", crate::Operation::SendReceive),
-    ("P2P-2", crate::Operation::SendReceive),
-    ("P2P-3", crate::Operation::SendReceive),
-    ("BRD-1", crate::Operation::Broadcast),
-    ("BRD-2", crate::Operation::Broadcast),
-    ("BAR-1", crate::Operation::Barrier),
-    ("AGR-1", crate::Operation::AgreeSuccess),
-    ("AGR-2", crate::Operation::AgreeSuccess),
-];
-
-/// Every row of the suites that apply to all backends (RET, EXC, CAN, SUB).
-pub(crate) fn rows<H: Harness>() -> Vec<Row<H>> {
-    let mut rows = ret::rows::<H>();
-    rows.extend(exc::rows::<H>());
-    rows.extend(can::rows::<H>());
-    rows.extend(sub::rows::<H>());
-    rows.sort_by_key(|row| {
-        crate::spec::INVARIANTS
-            .iter()
-            .position(|inv| inv.id == row.id)
-            .unwrap_or(usize::MAX)
-    });
-    rows
-}
 
 /// Instrument sets rows ask for.
 pub(crate) mod needs {

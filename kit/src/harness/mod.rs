@@ -1,9 +1,17 @@
 //! The vendor's side: one [`Harness`] type per backend.
 
-use eredu_runtime::backend::{CommunicationBackend, SubmissionBackend};
+use eredu_runtime::backend::{
+    BarrierBackend, BroadcastBackend, CommunicationBackend, EvenGatherBackend,
+    FailureAgreementBackend, PointToPointBackend, SubmissionBackend, SumReductionBackend,
+    UnevenGatherBackend, VariableAllToAllBackend,
+};
 
-use crate::claims::Claims;
 use crate::dtype::{Dtype, HostValues};
+use crate::operation::Operation;
+
+mod instruments;
+
+pub use instruments::{HoldGuard, Instruments, Ledger, Observer, Probe, WireRecord, WorkState};
 
 /// The backend a harness certifies.
 pub type Backend<H> = <H as Harness>::Backend;
@@ -37,93 +45,6 @@ pub struct Identity {
     pub device: String,
 }
 
-/// Which instruments a harness provides. Invariants of class I that need a
-/// missing instrument are reported `not-supported`, never `pass`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[non_exhaustive]
-pub struct Instruments {
-    /// [`Harness::hold`]: work on an executor stays pending until released.
-    pub hold: bool,
-    /// [`Harness::probe`]: is a tensor's native storage still allocated?
-    pub probe: bool,
-    /// [`Harness::ledger`]: live native resources by kind.
-    pub ledger: bool,
-    /// [`Harness::inject_fault`]: work faults (the next native work item
-    /// fails after its submission succeeded).
-    pub fault: bool,
-    /// [`Harness::fail_next_submission`]: submission faults (the next
-    /// submission call returns `Err`). A backend that can fail work but not
-    /// refuse a submission on demand declares `fault` only; SUB-4, the one
-    /// check that needs a refused submission, is then not-supported.
-    #[serde(default)]
-    pub submission_fault: bool,
-    /// [`Harness::observer`]: a second handle on a completion's state.
-    pub observer: bool,
-    /// [`Harness::wire_log`]: native messages sent on a route.
-    pub wire_log: bool,
-}
-
-impl Instruments {
-    /// No instruments.
-    pub const NONE: Self = Self {
-        hold: false,
-        probe: false,
-        ledger: false,
-        fault: false,
-        submission_fault: false,
-        observer: false,
-        wire_log: false,
-    };
-
-    /// Every instrument.
-    pub const ALL: Self = Self {
-        hold: true,
-        probe: true,
-        ledger: true,
-        fault: true,
-        submission_fault: true,
-        observer: true,
-        wire_log: true,
-    };
-
-    /// Whether every instrument in `needed` is present.
-    pub fn covers(self, needed: Self) -> bool {
-        self.missing(needed).is_empty()
-    }
-
-    /// Names of the instruments of `needed` that are absent.
-    pub fn missing(self, needed: Self) -> Vec<&'static str> {
-        [
-            (needed.hold && !self.hold, "hold"),
-            (needed.probe && !self.probe, "liveness probe"),
-            (needed.ledger && !self.ledger, "resource ledger"),
-            (needed.fault && !self.fault, "fault injection"),
-            (
-                needed.submission_fault && !self.submission_fault,
-                "submission fault injection",
-            ),
-            (needed.observer && !self.observer, "observer"),
-            (needed.wire_log && !self.wire_log, "wire log"),
-        ]
-        .into_iter()
-        .filter_map(|(absent, name)| absent.then_some(name))
-        .collect()
-    }
-
-    /// The union of two sets.
-    pub const fn and(self, other: Self) -> Self {
-        Self {
-            hold: self.hold || other.hold,
-            probe: self.probe || other.probe,
-            ledger: self.ledger || other.ledger,
-            fault: self.fault || other.fault,
-            submission_fault: self.submission_fault || other.submission_fault,
-            observer: self.observer || other.observer,
-            wire_log: self.wire_log || other.wire_log,
-        }
-    }
-}
-
 /// A failure of the harness itself (not of the backend under test).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("harness: {0}")]
@@ -133,136 +54,6 @@ impl HarnessError {
     /// Wraps any displayable error.
     pub fn new(error: impl std::fmt::Display) -> Self {
         Self(error.to_string())
-    }
-}
-
-/// A held executor; releasing (or dropping) it lets the held work run.
-#[must_use = "dropping a hold releases it"]
-pub struct HoldGuard(Option<Box<dyn FnOnce()>>);
-
-impl HoldGuard {
-    /// Wraps the action that releases the hold.
-    pub fn new(release: impl FnOnce() + 'static) -> Self {
-        Self(Some(Box::new(release)))
-    }
-
-    /// Releases the hold now.
-    pub fn release(mut self) {
-        if let Some(release) = self.0.take() {
-            release();
-        }
-    }
-}
-
-impl Drop for HoldGuard {
-    fn drop(&mut self) {
-        if let Some(release) = self.0.take() {
-            release();
-        }
-    }
-}
-
-impl std::fmt::Debug for HoldGuard {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(if self.0.is_some() {
-            "HoldGuard(held)"
-        } else {
-            "HoldGuard(released)"
-        })
-    }
-}
-
-/// A liveness probe on one tensor's native storage. It must not keep the
-/// storage alive itself.
-pub struct Probe(Box<dyn Fn() -> bool>);
-
-impl Probe {
-    /// Wraps the query "is the storage still allocated?".
-    pub fn new(is_live: impl Fn() -> bool + 'static) -> Self {
-        Self(Box::new(is_live))
-    }
-
-    /// Whether the storage is still allocated.
-    pub fn is_live(&self) -> bool {
-        (self.0)()
-    }
-}
-
-impl std::fmt::Debug for Probe {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Probe(live: {})", self.is_live())
-    }
-}
-
-/// Live native resources, by kind, at one instant.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Ledger {
-    /// Tensor storages.
-    pub storages: usize,
-    /// Executors / streams.
-    pub executors: usize,
-    /// Communication-group handles.
-    pub groups: usize,
-    /// Route endpoints.
-    pub routes: usize,
-    /// Submitted work not yet terminal.
-    pub pending_work: usize,
-    /// Completions held by the backend's quarantine owner, work still live.
-    pub quarantined: usize,
-}
-
-/// What an [`Observer`] reports about a completion's native work.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub enum WorkState {
-    /// Native work may still touch retained resources.
-    Live,
-    /// Finished successfully.
-    Completed,
-    /// Finished with an error.
-    Failed,
-    /// Torn down by native cancellation.
-    Cancelled,
-}
-
-impl WorkState {
-    /// Whether native work has stopped for good.
-    pub fn is_terminal(self) -> bool {
-        self != Self::Live
-    }
-}
-
-/// A second handle on a completion's state, usable after `wait_bounded`
-/// consumed the completion. It must retain nothing.
-pub struct Observer {
-    state: Box<dyn Fn() -> WorkState>,
-    releasable: Option<Box<dyn Fn() -> bool>>,
-}
-
-impl Observer {
-    /// Wraps the state query.
-    pub fn new(state: impl Fn() -> WorkState + 'static) -> Self {
-        Self {
-            state: Box::new(state),
-            releasable: None,
-        }
-    }
-
-    /// Adds what `resources_releasable()` answers on this work, read through
-    /// the observer (EXC-8's timeout clause is checked with it after
-    /// `wait_bounded` consumed the completion).
-    pub fn with_releasable(mut self, releasable: impl Fn() -> bool + 'static) -> Self {
-        self.releasable = Some(Box::new(releasable));
-        self
-    }
-
-    /// Current state of the native work.
-    pub fn state(&self) -> WorkState {
-        (self.state)()
-    }
-
-    /// `resources_releasable()` on the observed work, when the observer offers it.
-    pub fn resources_releasable(&self) -> Option<bool> {
-        self.releasable.as_ref().map(|releasable| releasable())
     }
 }
 
@@ -294,15 +85,6 @@ impl std::fmt::Display for WorldSizes {
             Self::UpTo(n) => write!(f, "sizes 1 to {n}"),
         }
     }
-}
-
-/// One native message recorded by a route's wire log.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WireRecord {
-    /// In-band header bytes the message carried, one entry per value.
-    pub headers: Vec<Vec<u8>>,
-    /// Payload bytes the message carried.
-    pub payload_bytes: usize,
 }
 
 /// A reference to either kind of completion a backend returns.
@@ -544,5 +326,210 @@ pub trait Harness: Send + Sync + Sized + 'static {
     /// Every native message sent on `route` so far.
     fn wire_log(&self, _route: &Self::Route) -> Option<Vec<WireRecord>> {
         None
+    }
+}
+
+/// The operations a backend claims: [`Harness::claims`].
+///
+/// Each claim method carries the trait bound of its operation, so claiming an
+/// operation the backend does not implement is a compile error, and an
+/// unclaimed operation is reported `not-supported`, never `pass`. A claim
+/// records a witness of its bound, from which the kit builds, in its own
+/// layers, what it drives the operation with (the completion matrix's
+/// driver, the sequence model's parameterised submissions, the rows of the
+/// operation's own invariant family): this type names none of them.
+///
+/// ```
+/// # use commcheck::{Claims, Harness};
+/// # fn claims<H: Harness>() -> Claims<H>
+/// # where
+/// #     commcheck::Backend<H>: eredu_runtime::backend::SumReductionBackend
+/// #         + eredu_runtime::backend::BarrierBackend,
+/// # {
+/// Claims::none().sum_reduction().barrier()
+/// # }
+/// ```
+pub struct Claims<H: Harness> {
+    claimed: Vec<(Operation, Witness<H>)>,
+}
+
+/// Calls the [`ClaimVisitor`] method of one claimed operation, where the
+/// operation's trait bound holds.
+type Witness<H> = fn(&mut dyn ClaimVisitor<H>);
+
+/// What the kit builds for a claimed operation, built where the operation's
+/// trait bound holds: each layer of the kit that drives operations
+/// implements it (the completion matrix's drivers, the sequence model's
+/// variants, the catalogue's rows) and visits [`Claims`].
+pub(crate) trait ClaimVisitor<H: Harness> {
+    /// `all_reduce_sum` is claimed.
+    fn sum_reduction(&mut self)
+    where
+        Backend<H>: SumReductionBackend;
+    /// `all_gather_even` is claimed.
+    fn even_gather(&mut self)
+    where
+        Backend<H>: EvenGatherBackend;
+    /// `all_gather_uneven` is claimed.
+    fn uneven_gather(&mut self)
+    where
+        Backend<H>: UnevenGatherBackend;
+    /// `variable_all_to_all` is claimed.
+    fn variable_all_to_all(&mut self)
+    where
+        Backend<H>: VariableAllToAllBackend;
+    /// `send_receive` is claimed.
+    fn point_to_point(&mut self)
+    where
+        Backend<H>: PointToPointBackend;
+    /// `broadcast` is claimed.
+    fn broadcast(&mut self)
+    where
+        Backend<H>: BroadcastBackend;
+    /// `barrier` is claimed.
+    fn barrier(&mut self)
+    where
+        Backend<H>: BarrierBackend;
+    /// `agree_success` is claimed.
+    fn failure_agreement(&mut self)
+    where
+        Backend<H>: FailureAgreementBackend;
+}
+
+impl<H: Harness> std::fmt::Debug for Claims<H> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.operations()).finish()
+    }
+}
+
+impl<H: Harness> Default for Claims<H> {
+    fn default() -> Self {
+        Self::none()
+    }
+}
+
+impl<H: Harness> Claims<H> {
+    /// No operation claimed: only local dependencies and plain submissions are certified.
+    pub fn none() -> Self {
+        Self {
+            claimed: Vec::new(),
+        }
+    }
+
+    fn with(mut self, operation: Operation, witness: Witness<H>) -> Self {
+        self.claimed.retain(|(claimed, _)| *claimed != operation);
+        self.claimed.push((operation, witness));
+        self
+    }
+
+    /// Shows every claimed operation to `visitor`, in claim order.
+    pub(crate) fn visit(&self, visitor: &mut dyn ClaimVisitor<H>) {
+        for (_, witness) in &self.claimed {
+            witness(visitor);
+        }
+    }
+
+    /// Claims `SumReductionBackend`.
+    pub fn sum_reduction(self) -> Self
+    where
+        Backend<H>: SumReductionBackend,
+    {
+        self.with(Operation::AllReduceSum, |v| v.sum_reduction())
+    }
+
+    /// Claims `EvenGatherBackend`.
+    pub fn even_gather(self) -> Self
+    where
+        Backend<H>: EvenGatherBackend,
+    {
+        self.with(Operation::AllGatherEven, |v| v.even_gather())
+    }
+
+    /// Claims `UnevenGatherBackend`.
+    pub fn uneven_gather(self) -> Self
+    where
+        Backend<H>: UnevenGatherBackend,
+    {
+        self.with(Operation::AllGatherUneven, |v| v.uneven_gather())
+    }
+
+    /// Claims `VariableAllToAllBackend`.
+    pub fn variable_all_to_all(self) -> Self
+    where
+        Backend<H>: VariableAllToAllBackend,
+    {
+        self.with(Operation::VariableAllToAll, |v| v.variable_all_to_all())
+    }
+
+    /// Claims `PointToPointBackend`.
+    pub fn point_to_point(self) -> Self
+    where
+        Backend<H>: PointToPointBackend,
+    {
+        self.with(Operation::SendReceive, |v| v.point_to_point())
+    }
+
+    /// Claims `BroadcastBackend`.
+    pub fn broadcast(self) -> Self
+    where
+        Backend<H>: BroadcastBackend,
+    {
+        self.with(Operation::Broadcast, |v| v.broadcast())
+    }
+
+    /// Claims `BarrierBackend`.
+    pub fn barrier(self) -> Self
+    where
+        Backend<H>: BarrierBackend,
+    {
+        self.with(Operation::Barrier, |v| v.barrier())
+    }
+
+    /// Claims `FailureAgreementBackend`.
+    pub fn failure_agreement(self) -> Self
+    where
+        Backend<H>: FailureAgreementBackend,
+    {
+        self.with(Operation::AgreeSuccess, |v| v.failure_agreement())
+    }
+
+    /// Claims all eight operation traits.
+    pub fn all(self) -> Self
+    where
+        Backend<H>: SumReductionBackend
+            + EvenGatherBackend
+            + UnevenGatherBackend
+            + VariableAllToAllBackend
+            + PointToPointBackend
+            + BroadcastBackend
+            + BarrierBackend
+            + FailureAgreementBackend,
+    {
+        self.sum_reduction()
+            .even_gather()
+            .uneven_gather()
+            .variable_all_to_all()
+            .point_to_point()
+            .broadcast()
+            .barrier()
+            .failure_agreement()
+    }
+
+    /// The claimed operations.
+    pub fn operations(&self) -> Vec<Operation> {
+        let mut operations: Vec<_> = self
+            .claimed
+            .iter()
+            .map(|(operation, _)| *operation)
+            .collect();
+        operations.sort();
+        operations
+    }
+
+    /// Whether `operation` is claimed.
+    pub fn claims(&self, operation: Operation) -> bool {
+        self.claimed
+            .iter()
+            .any(|(claimed, _)| *claimed == operation)
     }
 }

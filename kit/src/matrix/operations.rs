@@ -1,0 +1,327 @@
+//! The drivers of the eight operations: each one's standard submission, with
+//! inputs from (rank, index) so that every expected output is exact.
+
+use super::driver::{operation_driver, Driver};
+use super::handle::Handle;
+use super::submitted::{
+    attribute_value, failed, one_to_one, probes, values, verify_tensors, waits_for_peers,
+    Submitted, Verify,
+};
+use crate::check::{slack, Finding};
+use crate::harness::{Backend, ClaimVisitor, Claims, Harness};
+use crate::operation::Operation;
+use crate::world::{guarded, RankCtx};
+use eredu_runtime::backend::{
+    BarrierBackend, BroadcastBackend, EvenGatherBackend, FailureAgreementBackend,
+    PointToPointBackend, SumReductionBackend, UnevenGatherBackend, VariableAllToAllBackend,
+};
+use eredu_runtime::{
+    BoundaryRoleContract, CommunicationPeerCounts, CommunicationRouteId, RoleExactBoundaryContract,
+};
+
+pub(crate) fn all_reduce_sum<H: Harness>() -> Driver<H>
+where
+    Backend<H>: SumReductionBackend,
+{
+    operation_driver(Operation::AllReduceSum, |ctx, executor, _| {
+        let input = ctx.tensor(&values(ctx.rank(), 4), &[4])?;
+        let expected = (0..4)
+            .map(|i| (0..ctx.size()).map(|r| values(r, 4)[i]).sum())
+            .collect();
+        one_to_one(ctx, Operation::AllReduceSum, input, expected, |input| {
+            Backend::<H>::all_reduce_sum(input, ctx.group(), executor)
+        })
+    })
+}
+
+pub(crate) fn all_gather_even<H: Harness>() -> Driver<H>
+where
+    Backend<H>: EvenGatherBackend,
+{
+    operation_driver(Operation::AllGatherEven, |ctx, executor, _| {
+        let input = ctx.tensor(&values(ctx.rank(), 2), &[2])?;
+        let expected = (0..ctx.size()).flat_map(|r| values(r, 2)).collect();
+        one_to_one(ctx, Operation::AllGatherEven, input, expected, |input| {
+            Backend::<H>::all_gather_even(input, 0, ctx.group(), executor)
+        })
+    })
+}
+
+pub(crate) fn all_gather_uneven<H: Harness>() -> Driver<H>
+where
+    Backend<H>: UnevenGatherBackend,
+{
+    operation_driver(Operation::AllGatherUneven, |ctx, executor, _| {
+        let counts: Vec<usize> = (0..ctx.size()).map(|r| r + 1).collect();
+        let own = counts[ctx.rank()];
+        let input = ctx.tensor(&values(ctx.rank(), own), &[own])?;
+        let expected = (0..ctx.size()).flat_map(|r| values(r, counts[r])).collect();
+        one_to_one(ctx, Operation::AllGatherUneven, input, expected, |input| {
+            Backend::<H>::all_gather_uneven(input, &counts, 0, ctx.group(), executor)
+        })
+    })
+}
+
+pub(crate) fn variable_all_to_all<H: Harness>() -> Driver<H>
+where
+    Backend<H>: VariableAllToAllBackend,
+{
+    operation_driver(Operation::VariableAllToAll, |ctx, executor, _| {
+        let n = ctx.size();
+        let me = ctx.rank();
+        let input = ctx.tensor(&values(me, n), &[n])?;
+        let counts = CommunicationPeerCounts::new(vec![1; n], vec![1; n], n)
+            .map_err(|e| Finding::Harness(e.to_string()))?;
+        let expected = (0..n).map(|peer| values(peer, n)[me]).collect();
+        one_to_one(ctx, Operation::VariableAllToAll, input, expected, |input| {
+            Backend::<H>::variable_all_to_all(input, &counts, 0, ctx.group(), executor)
+        })
+    })
+}
+
+pub(crate) fn broadcast<H: Harness>() -> Driver<H>
+where
+    Backend<H>: BroadcastBackend,
+{
+    operation_driver(Operation::Broadcast, |ctx, executor, _| {
+        // The root is the last rank: the subject (rank 0) waits for a late root.
+        let root = ctx.size() - 1;
+        let input = if ctx.rank() == root {
+            ctx.tensor(&values(root, 4), &[4])?
+        } else {
+            ctx.tensor(&[f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 0.0], &[4])?
+        };
+        one_to_one(ctx, Operation::Broadcast, input, values(root, 4), |input| {
+            Backend::<H>::broadcast(input, root, ctx.group(), executor)
+        })
+    })
+}
+
+pub(crate) fn barrier<H: Harness>() -> Driver<H>
+where
+    Backend<H>: BarrierBackend,
+{
+    operation_driver(Operation::Barrier, |ctx, executor, _| {
+        let completion = waits_for_peers(Operation::Barrier, || {
+            Backend::<H>::barrier(ctx.group(), executor)
+        })
+        .map_err(|e| failed(ctx, Operation::Barrier, e))?;
+        Ok(Submitted {
+            completion: Handle::Communication(completion),
+            input_probes: Vec::new(),
+            output_probes: Vec::new(),
+            verify: None,
+            lazy: None,
+            watch: None,
+            feeder: None,
+        })
+    })
+}
+
+pub(crate) fn agree_success<H: Harness>() -> Driver<H>
+where
+    Backend<H>: FailureAgreementBackend,
+{
+    operation_driver(Operation::AgreeSuccess, |ctx, executor, _| {
+        // agree_success must not block on its peers (AGR-2): a late peer
+        // would otherwise wait for this rank until the case watchdog.
+        let submission = guarded(
+            "agree_success() while a peer had not submitted",
+            "AGR-2",
+            slack::BLOCKED,
+            || Backend::<H>::agree_success(true, ctx.group(), executor),
+        )
+        .map_err(|e| failed(ctx, Operation::AgreeSuccess, e))?;
+        Ok(verified_agreement(
+            submission,
+            true,
+            "every member voted true".to_owned(),
+        ))
+    })
+}
+
+/// A submitted agreement whose output, once complete, must resolve to
+/// `expected` (`votes` says what the members submitted); a wrong value is
+/// attributed to AGR-1 by [`attribute_value`].
+pub(crate) fn verified_agreement<H: Harness>(
+    submission: eredu_core::Submission<
+        <Backend<H> as FailureAgreementBackend>::FailureAgreementOutput,
+        crate::harness::CommCompletion<H>,
+    >,
+    expected: bool,
+    votes: String,
+) -> Submitted<H>
+where
+    Backend<H>: FailureAgreementBackend,
+{
+    let output = submission.output;
+    let verify: Verify<H> = Box::new(move |ctx: &RankCtx<'_, H>| {
+        let wrong = match Backend::<H>::resolve_failure_agreement(output) {
+            Ok(agreed) if agreed == expected => return Ok(()),
+            Ok(agreed) => format!("{votes}, the agreement resolved to {agreed}"),
+            Err(error) => format!("resolve_failure_agreement after completion failed: {error}"),
+        };
+        attribute_value(
+            ctx,
+            Operation::AgreeSuccess,
+            format!("agree_success on rank {}: {wrong}", ctx.rank()),
+        );
+        Ok(())
+    });
+    Submitted {
+        completion: Handle::Communication(submission.completion),
+        input_probes: Vec::new(),
+        output_probes: Vec::new(),
+        verify: Some(verify),
+        lazy: None,
+        watch: None,
+        feeder: None,
+    }
+}
+
+/// Route id of the standard point-to-point route (late rank 1 → subject 0).
+pub(crate) const ROUTE: u64 = 7;
+
+/// Frames `tensors` for the standard route with eredu-runtime's public framing.
+pub(crate) fn frame<T>(
+    route: u64,
+    schema: &str,
+    shapes: &[Vec<usize>],
+    tensors: Vec<T>,
+) -> Result<Vec<eredu_runtime::RoleExactBoundaryValue<T>>, Finding> {
+    let roles = shapes
+        .iter()
+        .enumerate()
+        .map(|(i, shape)| {
+            BoundaryRoleContract::new(
+                format!("value-{i}"),
+                eredu_core::checkpoint::TensorDtype::F32,
+                shape.clone(),
+            )
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| Finding::Harness(format!("boundary role: {e}")))?;
+    let contract = RoleExactBoundaryContract::new(schema, roles.clone())
+        .map_err(|e| Finding::Harness(format!("boundary contract: {e}")))?;
+    contract
+        .frame_values(CommunicationRouteId::new(route), &roles, tensors)
+        .map_err(|e| Finding::Harness(format!("framing: {e}")))
+}
+
+pub(crate) fn send_receive<H: Harness>() -> Driver<H>
+where
+    Backend<H>: PointToPointBackend,
+{
+    operation_driver(Operation::SendReceive, |ctx, executor, _| {
+        // The late peer (last rank) sends; the subject (rank 0) receives.
+        let source = ctx.size() - 1;
+        let route = ctx.route(ROUTE, source, 0)?;
+        let payload = if ctx.rank() == source {
+            values(source, 4)
+        } else {
+            vec![0.0; 4]
+        };
+        let input = ctx.tensor(&payload, &[4])?;
+        let input_probes = probes(ctx, &[&input])?;
+        let framed = frame(ROUTE, "commcheck.matrix", &[vec![4]], vec![input])?;
+        let submit =
+            || Backend::<H>::send_receive(framed, std::borrow::Borrow::borrow(&route), executor);
+        // The subject receives before its late sender submits. A backend
+        // whose submission waits for the peer never returns here; no SPEC
+        // invariant bounds a submission (eredu says nothing), so that ends
+        // the case inconclusive after a second instead of a watchdog's
+        // timeout blamed on the case's invariant.
+        let submitted = if ctx.rank() == source {
+            submit()
+        } else {
+            crate::world::guarded(
+                "send_receive() submitted by the receiver before its sender (a submission that waits for its peer)",
+                crate::world::SETUP,
+                slack::BLOCKED,
+                submit,
+            )
+        };
+        let submission = submitted.map_err(|e| failed(ctx, Operation::SendReceive, e))?;
+        let outputs: Vec<_> = submission.output.iter().collect();
+        let output_probes = probes(ctx, &outputs)?;
+        let verify = verify_tensors(
+            Operation::SendReceive,
+            submission.output,
+            vec![values(source, 4)],
+        );
+        // The route endpoint must outlive nothing: the completion retains it (RET-3).
+        drop(route);
+        Ok(Submitted {
+            completion: Handle::Communication(submission.completion),
+            input_probes,
+            output_probes,
+            verify: Some(verify),
+            lazy: None,
+            watch: None,
+            feeder: None,
+        })
+    })
+}
+
+impl<H: Harness> Claims<H> {
+    /// The completion-matrix drivers of the claimed operations, in claim order.
+    pub(crate) fn drivers(&self) -> Vec<Driver<H>> {
+        let mut drivers = DriversOf(Vec::new());
+        self.visit(&mut drivers);
+        drivers.0
+    }
+}
+
+/// Builds each claimed operation's driver.
+struct DriversOf<H: Harness>(Vec<Driver<H>>);
+
+impl<H: Harness> ClaimVisitor<H> for DriversOf<H> {
+    fn sum_reduction(&mut self)
+    where
+        Backend<H>: SumReductionBackend,
+    {
+        self.0.push(all_reduce_sum::<H>());
+    }
+    fn even_gather(&mut self)
+    where
+        Backend<H>: EvenGatherBackend,
+    {
+        self.0.push(all_gather_even::<H>());
+    }
+    fn uneven_gather(&mut self)
+    where
+        Backend<H>: UnevenGatherBackend,
+    {
+        self.0.push(all_gather_uneven::<H>());
+    }
+    fn variable_all_to_all(&mut self)
+    where
+        Backend<H>: VariableAllToAllBackend,
+    {
+        self.0.push(variable_all_to_all::<H>());
+    }
+    fn point_to_point(&mut self)
+    where
+        Backend<H>: PointToPointBackend,
+    {
+        self.0.push(send_receive::<H>());
+    }
+    fn broadcast(&mut self)
+    where
+        Backend<H>: BroadcastBackend,
+    {
+        self.0.push(broadcast::<H>());
+    }
+    fn barrier(&mut self)
+    where
+        Backend<H>: BarrierBackend,
+    {
+        self.0.push(barrier::<H>());
+    }
+    fn failure_agreement(&mut self)
+    where
+        Backend<H>: FailureAgreementBackend,
+    {
+        self.0.push(agree_success::<H>());
+    }
+}
