@@ -1,7 +1,5 @@
 //! What one rank's part of a case finds.
 
-use std::time::Duration;
-
 /// Why a rank's script did not pass.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Finding {
@@ -51,22 +49,7 @@ pub fn harness<T>(result: Result<T, crate::HarnessError>) -> Result<T, Finding> 
     result.map_err(|error| Finding::Harness(error.0))
 }
 
-/// Polls `condition` until it holds or `limit` passes; returns whether it
-/// held. On a rank thread of a loaded machine, `limit` counts only time in
-/// which the backend's threads could run (see the case watchdog in
-/// `kit/EVIDENCE.md`): the wait may take longer, never end sooner.
-pub fn eventually(limit: Duration, mut condition: impl FnMut() -> bool) -> bool {
-    let mut clock = crate::world::Stopwatch::start();
-    loop {
-        if condition() {
-            return true;
-        }
-        if clock.elapsed() >= limit {
-            return false;
-        }
-        crate::world::pause(Duration::from_millis(1));
-    }
-}
+pub use crate::world::eventually;
 
 /// Timing constants every timing-sensitive check uses. They are generous on
 /// purpose (a loaded 2-core CI machine must not produce false failures), and a

@@ -22,7 +22,7 @@
 
 use std::collections::BTreeMap;
 
-use super::results::Verdict;
+use super::results::{RunResults, Verdict};
 
 /// Why a case is not-supported, as the kit's own messages say it.
 pub fn not_supported_reason(message: &str) -> &'static str {
@@ -138,6 +138,18 @@ impl std::fmt::Display for Tally {
             }
         }
         Ok(())
+    }
+}
+
+impl RunResults {
+    /// The decided share: cases with a verdict about their invariant, and
+    /// why the others have none (see [`crate::runner::decided`]).
+    pub fn decided(&self) -> Tally {
+        Tally::of(
+            self.cases
+                .iter()
+                .map(|case| (case.verdict, case.message.as_deref())),
+        )
     }
 }
 

@@ -18,6 +18,7 @@
 //! results directory ([`records`]), so that the records of any runner merge
 //! into one run.
 
+mod coverage;
 pub mod decided;
 pub mod grid;
 mod isolation;

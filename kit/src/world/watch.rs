@@ -28,7 +28,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use super::{guard, WorldEnd};
+use std::sync::MutexGuard;
+
+use super::end::WorldEnd;
 
 #[derive(Clone)]
 struct Call {
@@ -777,5 +779,31 @@ impl Watchdog {
             watch.peers_starved.store(starved, Ordering::Relaxed);
         }
         true
+    }
+}
+
+/// Locks `mutex`, whatever a panicking holder left in it: the kit's own
+/// state stays readable after a rank panicked (the panic is the verdict).
+pub(crate) fn guard<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    match mutex.lock() {
+        Ok(guard) => guard,
+        Err(poisoned) => poisoned.into_inner(),
+    }
+}
+
+/// Polls `condition` until it holds or `limit` passes; returns whether it
+/// held. On a rank thread of a loaded machine, `limit` counts only time in
+/// which the backend's threads could run (see the case watchdog in
+/// `kit/EVIDENCE.md`): the wait may take longer, never end sooner.
+pub fn eventually(limit: Duration, mut condition: impl FnMut() -> bool) -> bool {
+    let mut clock = Stopwatch::start();
+    loop {
+        if condition() {
+            return true;
+        }
+        if clock.elapsed() >= limit {
+            return false;
+        }
+        pause(Duration::from_millis(1));
     }
 }

@@ -1,0 +1,72 @@
+//! What a run's value checks cover ([`DataCoverage`]): the dtypes a harness
+//! declares and the size sweep the value suites run on each, for the
+//! records and reports.
+
+use super::results::{DataCoverage, Sweep};
+use crate::dtype::Dtype;
+use crate::harness::Harness;
+use crate::suites::scenario;
+
+impl DataCoverage {
+    /// What `harness` declares: its dtypes (in the kit's order) and each
+    /// one's sweep.
+    pub fn of<H: Harness>(harness: &H) -> Self {
+        let offered = harness.dtypes();
+        let dtypes: Vec<Dtype> = Dtype::ALL
+            .into_iter()
+            .filter(|dtype| offered.contains(dtype))
+            .collect();
+        let sweeps = dtypes
+            .iter()
+            .map(|&dtype| {
+                let boundaries = harness.boundaries(dtype);
+                let (elements, skipped) =
+                    scenario::sweep(dtype, &boundaries, harness.max_message_bytes());
+                Sweep {
+                    dtype,
+                    boundaries,
+                    elements,
+                    skipped,
+                }
+            })
+            .collect();
+        Self {
+            dtypes,
+            sweep_worlds: scenario::SWEEP_WORLDS.to_vec(),
+            sweeps,
+        }
+    }
+
+    /// One line for reports: dtypes, and each sweep's sizes.
+    pub fn describe(&self) -> String {
+        let names: Vec<&str> = self.dtypes.iter().map(|d| d.name()).collect();
+        let sweeps: Vec<String> = self
+            .sweeps
+            .iter()
+            .map(|sweep| {
+                let largest = sweep.elements.iter().max().copied().unwrap_or(0);
+                let mut line = format!(
+                    "{}: {} sizes, {:?} elements (largest {} bytes per rank)",
+                    sweep.dtype,
+                    sweep.elements.len(),
+                    sweep.elements,
+                    largest * sweep.dtype.size()
+                );
+                if !sweep.skipped.is_empty() {
+                    line.push_str(&format!(
+                        "; {:?} skipped for the harness's limit",
+                        sweep.skipped
+                    ));
+                }
+                line
+            })
+            .collect();
+        format!(
+            "dtypes {}; size sweep on worlds of {:?} (the largest size on a world of {} only): {}",
+            names.join(", "),
+            self.sweep_worlds,
+            scenario::LARGEST_WORLD,
+            sweeps.join("; ")
+        )
+    }
+}
