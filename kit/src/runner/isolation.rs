@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 use libtest_mimic::Arguments;
 use wait_timeout::ChildExt;
 
+use super::execute::{execute, result};
 use super::results::{CaseResult, Verdict};
-use super::{execute, result};
 use crate::case::Case;
 use crate::catalogue::catalogue;
 use crate::harness::Harness;
@@ -55,7 +55,7 @@ pub(super) fn execute_in_child<H: Harness>(
     limit: Duration,
 ) -> CaseResult {
     let started = Instant::now();
-    let seed = super::case_seed(base, &case.name());
+    let seed = super::execute::case_seed(base, &case.name());
     let end =
         |verdict, message: String| result(case, verdict, Some(message), 1, started.elapsed(), seed);
     let exe = match std::env::current_exe() {

@@ -529,7 +529,7 @@ pub(crate) fn planned<H: Harness>(
             subject: case.subject,
             unclaimed: case.unclaimed,
             not_supported: case.not_supported_before_running().map(|reason| {
-                crate::runner::result(
+                crate::runner::execute::result(
                     case,
                     Verdict::NotSupported,
                     Some(reason.to_owned()),
