@@ -157,6 +157,7 @@
 //! ```
 
 mod availability;
+mod backend;
 mod defect;
 mod device;
 mod error;
@@ -172,6 +173,7 @@ mod tensor;
 mod work;
 
 pub use availability::{cuda_required, driver, nvrtc, DRIVER_NEEDED, NVRTC_PINNED, REQUIRE_CUDA};
+pub use backend::CudaBackend;
 pub use defect::Defect;
 pub use device::{poll_until, CudaDevice, DeviceInfo, HoldGate, LedgerSnapshot};
 pub use error::{CudaError, CudaVersion, SettingError};
@@ -184,9 +186,3 @@ pub use ptx::{compile as compile_kernels, ARCH, KERNELS, PTX, PTX_PATH, SOURCE};
 pub use route::{CudaRoute, WireMessage};
 pub use tensor::{CudaTensor, Element};
 pub use work::{CompletionObserver, CudaCompletion, Phase};
-
-/// The CUDA reference backend. All state lives in devices, executors,
-/// groups and routes; the backend type only names the trait
-/// implementations.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct CudaBackend;

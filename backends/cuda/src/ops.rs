@@ -2,6 +2,7 @@
 //! the eight communication operations over stream-ranks (see
 //! [`crate::group`] for how a collective is laid out on the streams).
 
+use crate::backend::CudaBackend;
 use crate::defect::Defect;
 use crate::error::CudaError;
 use crate::executor::CudaExecutor;
@@ -10,7 +11,6 @@ use crate::group::{for_all, Arrival, Contribution, CudaGroup, Planner, Sequence}
 use crate::route::CudaRoute;
 use crate::tensor::{elements, CudaTensor, Element};
 use crate::work::{CudaCompletion, Parts, Rendezvous, Retained, Work};
-use crate::CudaBackend;
 use eredu_core::Submission;
 use eredu_runtime::backend::{
     BarrierBackend, BroadcastBackend, CommunicationBackend, EvenGatherBackend,
