@@ -4,12 +4,13 @@
 
 use crate::backend::CudaBackend;
 use crate::defect::Defect;
+use crate::element::Element;
 use crate::error::CudaError;
 use crate::executor::CudaExecutor;
 use crate::ffi::{share, Event, HostSlot, Launch, Segment};
 use crate::group::{for_all, Arrival, Contribution, CudaGroup, Planner, Sequence};
 use crate::route::CudaRoute;
-use crate::tensor::{elements, CudaTensor, Element};
+use crate::tensor::{elements, CudaTensor};
 use crate::work::{CudaCompletion, Parts, Rendezvous, Retained, Work};
 use eredu_core::Submission;
 use eredu_runtime::backend::{
