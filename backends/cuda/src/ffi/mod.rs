@@ -10,7 +10,7 @@
 //! - `event`: events with any flags ([`Event`]);
 //! - `layout`: the structs the kernels share with the host
 //!   ([`RankAddresses`], [`Segment`], [`share`]);
-//! - `launch`: kernel launches ([`Launch`], [`launch`]).
+//! - `launch`: kernel launches ([`Launch`], [`launch()`]).
 #![allow(unsafe_code)]
 
 mod context;
