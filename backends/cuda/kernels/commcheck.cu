@@ -43,7 +43,7 @@ __device__ __forceinline__ bool commcheck_stop(const volatile unsigned int* canc
     return stop != 0;
 }
 
-// Element types (`Element::code` in src/tensor.rs).
+// Element types (`Element::code` in src/element.rs).
 #define COMMCHECK_F32 0
 #define COMMCHECK_F16 1
 #define COMMCHECK_BF16 2

@@ -5,11 +5,11 @@
 
 use crate::availability;
 use crate::defect::Defect;
+use crate::element::Element;
 use crate::error::{CudaError, CudaVersion};
 use crate::ffi::{self, DeviceMemory, HostPool, HostSlot, Launch};
 use crate::ptx;
 use crate::reaper::Registry;
-use crate::tensor::Element;
 use cudarc::driver::{sys, CudaContext, CudaFunction, CudaStream, LaunchConfig};
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};

@@ -18,10 +18,10 @@
 //! cancel word is set, its gates opened, and the peers fail.
 
 use crate::device::CudaDevice;
+use crate::element::Element;
 use crate::error::CudaError;
 use crate::ffi::{Event, HostSlot};
 use crate::reaper::{Pollable, Polled};
-use crate::tensor::Element;
 use crate::work::{Rendezvous, Work};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -157,8 +157,10 @@
 //! ```
 
 mod availability;
+mod backend;
 mod defect;
 mod device;
+mod element;
 mod error;
 mod executor;
 mod ffi;
@@ -172,8 +174,10 @@ mod tensor;
 mod work;
 
 pub use availability::{cuda_required, driver, nvrtc, DRIVER_NEEDED, NVRTC_PINNED, REQUIRE_CUDA};
+pub use backend::CudaBackend;
 pub use defect::Defect;
 pub use device::{poll_until, CudaDevice, DeviceInfo, HoldGate, LedgerSnapshot};
+pub use element::Element;
 pub use error::{CudaError, CudaVersion, SettingError};
 pub use executor::{CudaExecutor, Hold};
 pub use ffi::{share, DeviceMemory, Event, HostSlot, Launch, RankAddresses, Segment, MAX_RANKS};
@@ -182,11 +186,5 @@ pub use neural::CudaOperator;
 pub use ops::CudaAgreement;
 pub use ptx::{compile as compile_kernels, ARCH, KERNELS, PTX, PTX_PATH, SOURCE};
 pub use route::{CudaRoute, WireMessage};
-pub use tensor::{CudaTensor, Element};
+pub use tensor::CudaTensor;
 pub use work::{CompletionObserver, CudaCompletion, Phase};
-
-/// The CUDA reference backend. All state lives in devices, executors,
-/// groups and routes; the backend type only names the trait
-/// implementations.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct CudaBackend;
