@@ -10,14 +10,11 @@
 
 use std::time::Duration;
 
-use super::{
+use super::input::{
     BoundaryCase, DeadlineCase, Frame, Kinds, Parser, Program, Rejection, ReleaseAt, ReportInput,
-    Role,
+    Role, VERSION,
 };
 use crate::model::{Header, Mode, Op, Sequence, Timeout, Work};
-
-/// The version byte of this format.
-pub(crate) const VERSION: u8 = 1;
 
 /// Most operations one sequence input decodes to.
 pub(crate) const MAX_OPS: usize = 64;
@@ -77,29 +74,6 @@ pub(crate) fn version(reader: &mut Reader<'_>) -> Result<(), Rejection> {
 
 // ---------------------------------------------------------------------------
 // Shared pieces.
-
-/// Operation kinds of a sequence input, numbered for the swarm mask and the
-/// selector byte (frozen).
-pub(crate) const KINDS: [&str; 18] = [
-    "LocalDependencies",
-    "Submit",
-    "Operation",
-    "UnevenGather",
-    "AllToAll",
-    "Broadcast",
-    "Agree",
-    "SendReceive",
-    "Release",
-    "LateRelease",
-    "IsComplete",
-    "Wait",
-    "WaitBounded",
-    "DropOutputs",
-    "DropCompletion",
-    "Fork",
-    "OrderAfter",
-    "Retain",
-];
 
 fn fault(byte: u8) -> bool {
     byte & 1 == 1
@@ -634,4 +608,33 @@ pub(crate) fn encode_report(input: &ReportInput) -> Vec<u8> {
         }
     }
     out
+}
+
+impl Program {
+    /// The input's bytes in the current format ([`FORMAT`]).
+    pub fn encode(&self) -> Vec<u8> {
+        encode_program(self)
+    }
+}
+
+impl DeadlineCase {
+    /// The input's bytes in the current format.
+    pub fn encode(&self) -> Vec<u8> {
+        encode_deadline(self)
+    }
+}
+
+impl BoundaryCase {
+    /// The input's bytes in the current format: the sender's frame, and the
+    /// receiver's when it equals it (mutations are not re-encoded).
+    pub fn encode(&self) -> Vec<u8> {
+        encode_boundary(self)
+    }
+}
+
+impl ReportInput {
+    /// The input's bytes in the current format.
+    pub fn encode(&self) -> Vec<u8> {
+        encode_report(self)
+    }
 }

@@ -3,7 +3,7 @@ use std::time::Duration;
 use proptest::prelude::*;
 
 use super::*;
-use crate::model::{sequence_strategy, Header};
+use crate::model::{sequence_strategy, Header, Mode, Op, Timeout, Work};
 
 #[test]
 fn bytes_that_are_no_input_are_rejected_cleanly() {
