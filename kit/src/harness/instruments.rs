@@ -51,6 +51,69 @@ impl Instruments {
         wire_log: true,
     };
 
+    /// This set and the hold ([`Harness::hold`](crate::Harness::hold)).
+    /// The builders name what a harness provides outside the kit, where the
+    /// struct (`#[non_exhaustive]`) cannot be written as a literal:
+    ///
+    /// ```
+    /// use commcheck::Instruments;
+    ///
+    /// const MINE: Instruments = Instruments::NONE.with_hold().with_probe();
+    /// assert!(MINE.hold && MINE.probe && !MINE.ledger);
+    /// ```
+    pub const fn with_hold(self) -> Self {
+        Self { hold: true, ..self }
+    }
+
+    /// This set and the liveness probe ([`Harness::probe`](crate::Harness::probe)).
+    pub const fn with_probe(self) -> Self {
+        Self {
+            probe: true,
+            ..self
+        }
+    }
+
+    /// This set and the resource ledger ([`Harness::ledger`](crate::Harness::ledger)).
+    pub const fn with_ledger(self) -> Self {
+        Self {
+            ledger: true,
+            ..self
+        }
+    }
+
+    /// This set and work faults ([`Harness::inject_fault`](crate::Harness::inject_fault)).
+    pub const fn with_fault(self) -> Self {
+        Self {
+            fault: true,
+            ..self
+        }
+    }
+
+    /// This set and submission faults
+    /// ([`Harness::fail_next_submission`](crate::Harness::fail_next_submission)).
+    pub const fn with_submission_fault(self) -> Self {
+        Self {
+            submission_fault: true,
+            ..self
+        }
+    }
+
+    /// This set and the observer ([`Harness::observer`](crate::Harness::observer)).
+    pub const fn with_observer(self) -> Self {
+        Self {
+            observer: true,
+            ..self
+        }
+    }
+
+    /// This set and the wire log ([`Harness::wire_log`](crate::Harness::wire_log)).
+    pub const fn with_wire_log(self) -> Self {
+        Self {
+            wire_log: true,
+            ..self
+        }
+    }
+
     /// Whether every instrument in `needed` is present.
     pub fn covers(self, needed: Self) -> bool {
         self.missing(needed).is_empty()

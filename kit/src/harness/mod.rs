@@ -50,6 +50,29 @@ pub struct Identity {
 #[error("harness: {0}")]
 pub struct HarnessError(pub String);
 
+impl Identity {
+    /// An identity from its three parts.
+    ///
+    /// ```
+    /// let identity = commcheck::Identity::new("my-backend", "0.3.1", "one GPU");
+    /// assert_eq!(identity.device, "one GPU");
+    /// ```
+    pub fn new(
+        name: impl Into<String>,
+        version: impl Into<String>,
+        device: impl Into<String>,
+    ) -> Self {
+        Self {
+            name: name.into(),
+            version: version.into(),
+            device: device.into(),
+        }
+    }
+}
+
+/// What a harness method returns: its value, or the harness's own error.
+pub type HarnessResult<T> = Result<T, HarnessError>;
+
 impl HarnessError {
     /// Wraps any displayable error.
     pub fn new(error: impl std::fmt::Display) -> Self {
@@ -186,7 +209,11 @@ pub trait Harness: Send + Sync + Sized + 'static {
     /// The rank's executor.
     fn executor<'r>(&self, rank: &'r Self::Rank) -> &'r Executor<Self>;
 
-    /// The rank's tensor context.
+    /// The rank's tensor context: what eredu's tensor operations take to
+    /// build and evaluate tensors (a stream, a command queue, an executor).
+    /// A context the rank does not own needs no room in the rank's state: a
+    /// zero-sized context, or any constant one, is returned as a reference to
+    /// a constant (`&MyContext`, promoted to `'static`).
     fn context<'r>(&self, rank: &'r Self::Rank) -> &'r TensorContext<Self>;
 
     /// The tensor context whose work runs on `executor`, for a backend that
@@ -207,10 +234,22 @@ pub trait Harness: Send + Sync + Sized + 'static {
     fn group<'r>(&self, rank: &'r Self::Rank) -> &'r Group<Self>;
 
     /// This rank's endpoint of the directed route `id` from world rank
-    /// `source` to world rank `destination`. Every id the kit asks for is
-    /// below 512, so a harness that must realise its routes ahead of time
-    /// (in a manifest, when the world is built) can realise that many per
-    /// ordered pair of ranks.
+    /// `source` to world rank `destination`.
+    ///
+    /// - Both ranks of a route ask for it with the same `(id, source,
+    ///   destination)`: the source rank for its sending endpoint, the
+    ///   destination rank for its receiving one; no other rank asks.
+    /// - Within one world, the same `(id, source, destination)` names the
+    ///   same route however often it is asked for: the kit may ask again for
+    ///   each submission of a case (the completion matrix's `send_receive`
+    ///   does), and may drop an endpoint while work submitted on it is live
+    ///   (which must keep its route, RET-5). Each answer may be a new handle,
+    ///   but messages sent through any of them are one ordered stream.
+    /// - Routes of different ids are independent, also between the same pair
+    ///   of ranks. Every id the kit asks for is below 512, so a harness that
+    ///   must realise its routes ahead of time (in a manifest, when the world
+    ///   is built) can realise that many per ordered pair of ranks.
+    /// - A new world starts with no routes: ids are reused across worlds.
     fn route(
         &self,
         rank: &Self::Rank,
@@ -219,13 +258,29 @@ pub trait Harness: Send + Sync + Sized + 'static {
         destination: usize,
     ) -> Result<Self::Route, HarnessError>;
 
-    /// Makes a materialised `f32` tensor on the rank.
+    /// Makes a materialised `f32` tensor on the rank. Default: eredu's own
+    /// constructor, `Tensor::from_f32_slice` on [`Harness::context`]; a
+    /// backend whose `from_f32_slice` leaves the tensor lazy (not
+    /// materialised) overrides this.
     fn tensor(
         &self,
         rank: &Self::Rank,
         values: &[f32],
         shape: &[usize],
-    ) -> Result<Tensor<Self>, HarnessError>;
+    ) -> Result<Tensor<Self>, HarnessError> {
+        let dims = shape
+            .iter()
+            .map(|&extent| {
+                i32::try_from(extent).map_err(|_| {
+                    HarnessError(format!(
+                        "shape {shape:?}: extent {extent} does not fit eredu's i32 dimensions"
+                    ))
+                })
+            })
+            .collect::<Result<Vec<i32>, _>>()?;
+        <Tensor<Self> as eredu_nn::Tensor>::from_f32_slice(values, &dims, self.context(rank))
+            .map_err(HarnessError::new)
+    }
 
     /// Reads a tensor's host values back **without evaluating it**: a value
     /// that is not materialised is an error. (SUB-2 relies on this.)

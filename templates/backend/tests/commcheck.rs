@@ -1,16 +1,12 @@
 // tests/commcheck.rs
-use commcheck::{Claims, Harness, HarnessError, Identity};
+use commcheck::{Claims, Harness, HarnessError, HarnessResult, Identity};
 use commcheck_cpu::{CpuBackend, CpuDevice, CpuExecutor, CpuGroup, CpuRoute, CpuTensor};
 use eredu_runtime::CommunicationRouteId;
 
 #[derive(Clone)] // the fuzz targets share it (fuzz/ in the template)
 struct Minimal;
 
-struct Rank {
-    device: CpuDevice,
-    executor: CpuExecutor,
-    group: CpuGroup,
-}
+struct Rank(CpuDevice, CpuExecutor, CpuGroup);
 
 impl Harness for Minimal {
     type Backend = CpuBackend;
@@ -19,61 +15,36 @@ impl Harness for Minimal {
     type Route = CpuRoute;
 
     fn identity(&self) -> Identity {
-        Identity {
-            name: "minimal".into(),
-            version: "0.1.0".into(),
-            device: "host".into(),
-        }
+        Identity::new("minimal", "0.1.0", "host")
     }
     fn claims(&self) -> Claims<Self> {
         Claims::none().sum_reduction().barrier()
     }
-    fn world(&self, ranks: usize) -> Result<(CpuDevice, usize), HarnessError> {
+    fn world(&self, ranks: usize) -> HarnessResult<(CpuDevice, usize)> {
         Ok((CpuDevice::new(), ranks))
     }
-    fn rank(&self, (device, size): &(CpuDevice, usize), rank: usize) -> Result<Rank, HarnessError> {
+    fn rank(&self, (device, size): &(CpuDevice, usize), rank: usize) -> HarnessResult<Rank> {
         let group = device
             .join_group("world", *size, rank)
             .map_err(HarnessError::new)?;
-        Ok(Rank {
-            device: device.clone(),
-            executor: device.executor(),
-            group,
-        })
+        Ok(Rank(device.clone(), device.executor(), group))
     }
     fn executor<'r>(&self, rank: &'r Rank) -> &'r CpuExecutor {
-        &rank.executor
+        &rank.1
     }
     fn context<'r>(&self, rank: &'r Rank) -> &'r CpuExecutor {
-        &rank.executor
+        &rank.1
     }
     fn group<'r>(&self, rank: &'r Rank) -> &'r CpuGroup {
-        &rank.group
+        &rank.2
     }
-    fn route(
-        &self,
-        rank: &Rank,
-        id: u64,
-        from: usize,
-        to: usize,
-    ) -> Result<CpuRoute, HarnessError> {
-        let me = rank.group.member();
-        rank.device
-            .route(CommunicationRouteId::new(id), from, to, me)
+    fn route(&self, rank: &Rank, id: u64, from: usize, to: usize) -> HarnessResult<CpuRoute> {
+        let id = CommunicationRouteId::new(id);
+        rank.0
+            .route(id, from, to, rank.2.member())
             .map_err(HarnessError::new)
     }
-    fn tensor(
-        &self,
-        rank: &Rank,
-        values: &[f32],
-        shape: &[usize],
-    ) -> Result<CpuTensor, HarnessError> {
-        let shape: Vec<i32> = shape.iter().map(|&d| d as i32).collect();
-        rank.device
-            .tensor(values, &shape)
-            .map_err(HarnessError::new)
-    }
-    fn read(&self, _: &Rank, tensor: &CpuTensor) -> Result<Vec<f32>, HarnessError> {
+    fn read(&self, _: &Rank, tensor: &CpuTensor) -> HarnessResult<Vec<f32>> {
         tensor
             .read_materialised()
             .ok_or_else(|| HarnessError("not materialised".into()))
