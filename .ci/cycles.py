@@ -2,6 +2,7 @@
 """Fails when the files of a crate import each other in a circle.
 
 Usage: .ci/cycles.py CRATE_SRC_DIR...   (for example kit/src backends/cpu/src)
+       .ci/cycles.py --self-test        (shows that it finds circles)
 
 Each source file is a node. An edge runs from a file to the file that defines
 what it names through `crate::`, `super::` or `self::` paths (in `use` lines
@@ -309,7 +310,42 @@ def sccs(graph):
     return [c for c in out if len(c) > 1]
 
 
+def self_test():
+    """The check can fail: a circle through `use`, through a path in code
+    and through `super::` is found; re-exports, doc comments and strings
+    are no edges."""
+    import tempfile
+
+    cases = {
+        "circle through use lines": ({"lib.rs": "mod a;\nmod b;\n", "a.rs": "use crate::b::B;\npub struct A;\n",
+                                      "b.rs": "use crate::a::A;\npub struct B;\n"}, True),
+        "circle through a path in code": ({"lib.rs": "mod a;\nmod b;\n", "a.rs": "pub fn a() { crate::b::b() }\n",
+                                           "b.rs": "pub fn b() { crate::a::a() }\n"}, True),
+        "parent and child": ({"lib.rs": "mod m;\n", "m/mod.rs": "mod c;\npub fn top() { c::low() }\npub struct T;\n",
+                              "m/c.rs": "pub fn low() { let _ = super::T; }\n"}, True),
+        "re-exports, comments and strings": ({"lib.rs": "mod a;\nmod b;\npub use a::A;\npub use b::B;\n",
+                                              "a.rs": "// crate::b::B\npub struct A;\n",
+                                              "b.rs": "use crate::a::A;\npub struct B(A);\nconst S: &str = \"crate::a::A\";\n"},
+                                             False),
+    }
+    failed = 0
+    for name, (files, circle) in cases.items():
+        with tempfile.TemporaryDirectory() as root:
+            for path, text in files.items():
+                os.makedirs(os.path.dirname(os.path.join(root, path)), exist_ok=True)
+                with open(os.path.join(root, path), "w", encoding="utf-8") as out:
+                    out.write(text)
+            found = bool(sccs(edges(Crate(root))))
+        if found != circle:
+            failed += 1
+            print(f"self-test: {name}: circle {'not ' if circle else ''}found, expected {'one' if circle else 'none'}")
+    print(f"self-test: {len(cases) - failed} of {len(cases)} cases as expected")
+    return 1 if failed else 0
+
+
 def main(argv):
+    if argv == ["--self-test"]:
+        return self_test()
     show = "--graph" in argv
     dirs = [a for a in argv if a != "--graph"]
     if not dirs:
