@@ -10,6 +10,7 @@
 mod end;
 mod rank;
 mod run;
+mod sample;
 mod signals;
 mod watch;
 
@@ -18,9 +19,7 @@ pub use rank::RankCtx;
 pub(crate) use rank::{note_completion_report, Script};
 pub use run::run_script;
 pub(crate) use run::{run_ranks, run_world, Ranks, Run};
+pub(crate) use sample::{across_processes, remote_progress};
 pub(crate) use signals::{JournalPart, Signals};
 pub use watch::eventually;
-pub(crate) use watch::{
-    across_processes, guarded, inside, overrun, pause, polled, progressed, remote_progress,
-    Stopwatch, SETUP,
-};
+pub(crate) use watch::{guarded, inside, overrun, pause, polled, progressed, Stopwatch, SETUP};

@@ -3,8 +3,8 @@
 //! tracks; and the cross-check of completion reports with the harness's
 //! observer (EXC-2).
 
+use super::sample::guard;
 use super::signals::{Journal, Signals};
-use super::watch::guard;
 use super::watch::{inside, progressed};
 use crate::check::{harness, Check, Finding};
 use crate::dtype::{Dtype, HostValues};

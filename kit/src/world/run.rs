@@ -4,8 +4,8 @@
 
 use super::end::WorldEnd;
 use super::rank::{Observe, RankCtx, ReportCheck, Script, REPORTS};
+use super::sample::guard;
 use super::signals::{Journal, Signals};
-use super::watch::guard;
 use super::watch::{self, CallWatch, WATCH_PERIOD};
 use super::watch::{Expired, KitThread, Watchdog};
 use crate::check::{Check, Finding};

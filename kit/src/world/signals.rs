@@ -3,7 +3,7 @@
 //! other processes), and the journal in which they record notes and
 //! violations of other invariants than the case's own.
 
-use super::watch::guard;
+use super::sample::guard;
 use crate::runner::results::Attributed;
 use std::collections::HashSet;
 use std::sync::{Condvar, Mutex};
