@@ -45,7 +45,7 @@ use std::time::{Duration, Instant};
 use eredu_core::{BoundedCompletionOutcome, BoundedCompletionWait, CompletionCancellationMode};
 use eredu_runtime::backend::CommunicationBackend;
 
-use super::{bounded, completed_value, needs, settle, supported, take_probes, Parts};
+use super::common::{bounded, completed_value, needs, settle, supported, take_probes, Parts};
 use crate::case::{Body, Row};
 use crate::check::{ensure, eventually, slack, Check, Finding};
 use crate::harness::{
@@ -430,7 +430,7 @@ impl<'c, 'w, H: Harness> Round<'c, 'w, H> {
         let held = !setup.fault || setup.hold || driver.pending == PendingVia::Hold;
         if held {
             let certain = hold.is_some() || driver.pending != PendingVia::Lazy;
-            super::retained_at_submission(ctx, &probes, inputs, driver.subject, certain)?;
+            super::common::retained_at_submission(ctx, &probes, inputs, driver.subject, certain)?;
         }
         let observer = ctx.optional_observer(pending.submitted.completion.as_ref());
         let completion = std::mem::replace(&mut pending.submitted.completion, stand_in);

@@ -17,9 +17,10 @@ use std::time::{Duration, Instant};
 use eredu_core::{BoundedCompletionOutcome, BoundedCompletionWait, CompletionCancellationMode};
 use eredu_runtime::backend::{CommunicationBackend, SubmissionBackend};
 
-use super::{
+use super::blocker::Blocker;
+use super::common::{
     any_completion, complete, fork_one_lane, needs, poll, settle, supported, take_completion,
-    take_probes, verify_outputs, Blocker, Parts, Polled,
+    take_probes, verify_outputs, Parts, Polled,
 };
 use crate::case::{Body, Row};
 use crate::check::{ensure, eventually, slack, Check, Finding};
@@ -654,7 +655,7 @@ fn an_error_is_not_release<H: Harness>(ctx: &RankCtx<'_, H>, driver: Driver<H>) 
     let probes = take_probes(&mut faulted.pending.submitted);
     drop(faulted.pending.submitted.verify.take());
     let certain = driver.pending != crate::matrix::PendingVia::Lazy;
-    super::retained_at_submission(ctx, &probes, inputs, subject, certain)?;
+    super::common::retained_at_submission(ctx, &probes, inputs, subject, certain)?;
     let Some(error) = faulted.error_while_held(subject)? else {
         faulted.release_and_finish(subject)?;
         ctx.note(format!(

@@ -31,10 +31,11 @@ use eredu_runtime::{
 
 use super::choreography::rendezvous;
 use super::choreography::run;
-use super::exact::{differs, mix_two as mix, value_difference, Differs};
+use super::common::{handle_and_output, must_complete, needs, poll, supported, Polled};
+use super::exact::{differs, value_difference, Differs};
 use super::scenario::exact;
+use super::seeds::mix_two as mix;
 use super::values::{each_dtype, Refused};
-use super::{handle_and_output, must_complete, needs, poll, supported, Polled};
 use crate::case::{Body, Row};
 use crate::check::{slack, Check, Finding};
 use crate::dtype::Dtype;

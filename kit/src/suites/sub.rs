@@ -9,8 +9,9 @@ use std::time::{Duration, Instant};
 
 use eredu_runtime::backend::{CommunicationBackend, SubmissionBackend};
 
+use super::blocker::{free_lane_limit, Blocker};
+use super::common::{must_complete, needs, settle};
 use super::exact::same_bits;
-use super::{free_lane_limit, must_complete, needs, settle, Blocker};
 use crate::case::{Body, Row};
 use crate::check::{ensure, eventually, setup, slack, Check, Finding};
 use crate::harness::{Backend, Executor, Harness, Ledger, OwnedExecutor, Probe, Tensor};
