@@ -9,7 +9,7 @@
 //! last member has joined (checked after [`slack::SETTLE`], hence a timing
 //! row). Counts for another group size are an error on every rank.
 //!
-//! Inputs are exact (see [`super::exact`]); each step picks, from the
+//! Inputs are exact (see [`super::seeds`]); each step picks, from the
 //! case's seed, the counts and the member that joins last; every wait is
 //! bounded (see [`super::choreography`]).
 
@@ -17,18 +17,17 @@ use eredu_core::Completion;
 use eredu_runtime::backend::VariableAllToAllBackend;
 use eredu_runtime::CommunicationPeerCounts;
 
-use super::choreography::{expect_error, in_turn, in_turn_then, late_member, run, Flow};
-use super::exact::pick;
+use super::choreography::{expect_error, in_turn, in_turn_then, run, Flow};
+use super::common::{needs, settle};
 use super::scenario::{elements, with_extent, Scenario, Semantics};
+use super::seeds::{late_member, pick};
 use super::values::{self, each_dtype, each_member_order, On, Refused};
-use super::{needs, settle};
 use crate::case::{Body, Row};
 use crate::check::{slack, Check, Finding};
 use crate::dtype::Dtype;
 use crate::harness::{Backend, Harness};
 use crate::matrix::Subject;
 use crate::operation::Operation;
-use crate::violation;
 use crate::world::RankCtx;
 
 /// World sizes every A2A case runs on.
@@ -344,19 +343,19 @@ fn still_pending<H: Harness>(
             crate::world::note_completion_report::<H>(
                 crate::harness::CompletionRef::Communication(completion),
             );
-            violation!(
+            Finding::Violation(format!(
                 "{}: this member's counts are all zero, yet is_complete() reported it complete {after:?} \
                  after the submitting call returned, before the late member had joined; every member must \
                  still take part",
                 what()
-            )
+            ))
         }
         .into()),
-        Err(error) => Err(violation!(
+        Err(error) => Err(Finding::Violation(format!(
             "{}: this member's counts are all zero, and it failed before the late member had \
              joined: {error}",
             what()
-        )
+        ))
         .into()),
     }
 }

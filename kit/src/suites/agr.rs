@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use eredu_runtime::backend::FailureAgreementBackend;
 
 use super::choreography::{await_members, rendezvous};
-use super::{handle_and_output, must_complete, needs, violations};
+use super::common::{handle_and_output, must_complete, needs, violations};
 use crate::case::{Body, Row};
 use crate::check::{slack, Check, Finding};
 use crate::harness::{Backend, Harness};

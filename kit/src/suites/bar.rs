@@ -10,7 +10,7 @@ use std::time::Instant;
 use eredu_runtime::backend::BarrierBackend;
 
 use super::choreography::await_members;
-use super::{must_complete, needs, violations};
+use super::common::{must_complete, needs, violations};
 use crate::case::{Body, Row};
 use crate::check::{slack, Check, Finding};
 use crate::harness::{Backend, Harness};

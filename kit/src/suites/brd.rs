@@ -9,10 +9,11 @@
 use eredu_runtime::backend::BroadcastBackend;
 
 use super::choreography::run;
-use super::exact::{differs, mix_two as mix, value_difference, Differs};
+use super::common::{handle_and_output, must_complete, needs, poll, violations, Polled};
+use super::exact::{differs, value_difference, Differs};
 use super::scenario::{elements, Scenario, Semantics};
+use super::seeds::mix_two as mix;
 use super::values::{each_dtype, Refused};
-use super::{handle_and_output, must_complete, needs, poll, violations, Polled};
 use crate::case::{Body, Row};
 use crate::check::{slack, Check, Finding};
 use crate::dtype::Dtype;

@@ -11,23 +11,14 @@ use eredu_core::{
     CompletionCancellationMode, Submission,
 };
 
-use super::exact::pick;
-use super::supported;
+use super::common::supported;
+use super::scenario::Arrival;
 use crate::check::{slack, Check, Finding};
 use crate::harness::{CommCompletion, Harness, Tensor};
-use crate::violation;
 use crate::world::RankCtx;
 
 /// Raised by a rank that found a failure: the others stop waiting.
 const ABORT: &str = "collective-suites/abort";
-
-/// Seed path component for the late member's choice.
-const LATE: u64 = 0x1a7e;
-
-/// The member that joins last in `step`, chosen by the seed.
-pub(crate) fn late_member(seed: u64, step: u64, size: usize) -> usize {
-    pick(seed, &[step, LATE], size)
-}
 
 /// Why a rank's script stopped early.
 pub(crate) enum Stop {
@@ -128,12 +119,12 @@ pub(crate) fn in_turn<H: Harness, T>(
 pub(crate) fn arrive<H: Harness, T>(
     ctx: &RankCtx<'_, H>,
     label: &str,
-    arrival: &super::scenario::Arrival,
+    arrival: &Arrival,
     submit: impl FnOnce() -> T,
 ) -> Result<T, Stop> {
     let order = match arrival {
-        super::scenario::Arrival::Late(late) => return in_turn(ctx, label, *late, submit),
-        super::scenario::Arrival::Order(order) => order,
+        Arrival::Late(late) => return in_turn(ctx, label, *late, submit),
+        Arrival::Order(order) => order,
     };
     let position = order.iter().position(|&m| m == ctx.rank());
     if let Some(previous) = position.and_then(|p| p.checked_sub(1)).map(|p| order[p]) {
@@ -274,14 +265,15 @@ pub(crate) fn output_of<H: Harness, E: Display>(
     what: &dyn Fn() -> String,
     submitted: Result<Submission<Tensor<H>, CommCompletion<H>>, E>,
 ) -> Result<Tensor<H>, Stop> {
-    let submission = submitted.map_err(|e| violation!("{}: submission failed: {e}", what()))?;
+    let submission =
+        submitted.map_err(|e| Finding::Violation(format!("{}: submission failed: {e}", what())))?;
     match Owned::new(submission.completion).finish(ctx, slack::RELEASE)? {
         Outcome::Completed => Ok(submission.output),
-        Outcome::Failed(error) => Err(violation!("{}: failed: {error}", what()).into()),
-        Outcome::Pending(limit) => Err(violation!(
+        Outcome::Failed(error) => Err(Finding::Violation(format!("{}: failed: {error}", what())).into()),
+        Outcome::Pending(limit) => Err(Finding::Violation(format!(
             "{}: still pending {limit:?} (counting only time the backend could run) after every member had submitted (a hang)",
             what(),
-        )
+        ))
         .into()),
     }
 }
@@ -309,14 +301,14 @@ pub(crate) fn settle_all<H: Harness>(
         match completion.finish(ctx, left.max(Duration::from_millis(1)))? {
             Outcome::Completed => {}
             Outcome::Failed(error) => {
-                return Err(violation!("{}: failed: {error}", what(index)).into())
+                return Err(Finding::Violation(format!("{}: failed: {error}", what(index))).into())
             }
             Outcome::Pending(_) => {
-                return Err(violation!(
+                return Err(Finding::Violation(format!(
                     "{}: still pending {limit:?} after every member had submitted the \
                      wave (a hang)",
                     what(index)
-                )
+                ))
                 .into())
             }
         }
@@ -337,15 +329,15 @@ pub(crate) fn expect_error<H: Harness, E: Display>(
     };
     match Owned::new(submission.completion).finish(ctx, slack::RELEASE)? {
         Outcome::Failed(_) => Ok(()),
-        Outcome::Completed => Err(violation!(
+        Outcome::Completed => Err(Finding::Violation(format!(
             "{}: completed successfully; expected an error (at submission or from the completion)",
             what()
-        )
+        ))
         .into()),
-        Outcome::Pending(limit) => Err(violation!(
+        Outcome::Pending(limit) => Err(Finding::Violation(format!(
             "{}: neither failed nor completed within {limit:?}: a hang instead of an error",
             what(),
-        )
+        ))
         .into()),
     }
 }

@@ -20,10 +20,10 @@
 
 use eredu_runtime::backend::{EvenGatherBackend, UnevenGatherBackend};
 
-use super::choreography::{expect_error, in_turn, late_member, run, Flow};
-use super::exact::{pick, values};
-use super::needs;
+use super::choreography::{expect_error, in_turn, run, Flow};
+use super::common::needs;
 use super::scenario::{elements, with_extent, Scenario, Semantics};
+use super::seeds::{late_member, pick, values};
 use super::values::{self, each_dtype, each_member_order, On, Refused};
 use crate::case::{Body, Row};
 use crate::check::Check;

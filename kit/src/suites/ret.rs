@@ -10,10 +10,10 @@ use std::sync::Arc;
 use eredu_core::{BoundedCompletionOutcome, BoundedCompletionWait, CompletionCancellationMode};
 use eredu_runtime::backend::{CommunicationBackend, SubmissionBackend};
 
-use super::{
+use super::blocker::Blocker;
+use super::common::{
     all_live, any_completion, bounded, complete, completed_value, fork_one_lane, local,
     must_complete, needs, require_probes, settle, take_completion, take_probes, verify_outputs,
-    Blocker,
 };
 use crate::case::{Body, Row};
 use crate::check::{ensure, eventually, slack, Check, Finding};

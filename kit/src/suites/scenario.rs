@@ -27,7 +27,7 @@
 
 use crate::dtype::Dtype;
 
-use super::exact::{mix, periodic, value};
+use super::seeds::{late_member, mix, periodic, value};
 
 /// How members join a step: who submits when.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -43,7 +43,7 @@ impl Arrival {
     /// every check's steps use all three on every world of two or more.
     pub(crate) fn of_step(seed: u64, step: u64, size: usize) -> Self {
         match (step % 3, size) {
-            (_, 0..=1) | (0, _) => Self::Late(super::choreography::late_member(seed, step, size)),
+            (_, 0..=1) | (0, _) => Self::Late(late_member(seed, step, size)),
             (1, _) => Self::Order((0..size).rev().collect()),
             _ => Self::Order(
                 (0..size)

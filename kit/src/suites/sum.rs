@@ -24,17 +24,17 @@ use std::time::Duration;
 use eredu_runtime::backend::SumReductionBackend;
 
 use super::choreography::{output_of, run, settle_all, Owned};
-use super::exact::{check_output, values};
-use super::needs;
+use super::common::needs;
+use super::exact::check_output;
 use super::scenario::{addends, numeric, sum, Scenario, Semantics};
+use super::seeds::values;
 use super::values::{self, each_dtype, each_member_order, On, Refused};
 use crate::case::{Body, Row};
-use crate::check::{slack, Check};
+use crate::check::{slack, Check, Finding};
 use crate::dtype::Dtype;
 use crate::harness::{Backend, Harness};
 use crate::matrix::Subject;
 use crate::operation::Operation;
-use crate::violation;
 use crate::world::RankCtx;
 
 /// World sizes every SUM case runs on.
@@ -201,11 +201,11 @@ where
             kept.push(input.clone());
             let submission = Backend::<H>::all_reduce_sum(input, ctx.group(), ctx.executor())
                 .map_err(|e| {
-                    violation!(
+                    Finding::Violation(format!(
                         "all_reduce_sum wave on rank {rank} of {size}: submitting reduction \
                          {index} of {} failed: {e}",
                         WAVE.len()
-                    )
+                    ))
                 })?;
             outputs.push(submission.output);
             completions.push(Owned::new(submission.completion));
