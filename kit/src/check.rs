@@ -26,15 +26,6 @@ pub fn setup(message: impl std::fmt::Display) -> Finding {
 /// The result of one rank's script.
 pub type Check = Result<(), Finding>;
 
-/// A violation, formatted.
-#[macro_export]
-#[doc(hidden)]
-macro_rules! violation {
-    ($($arg:tt)*) => {
-        $crate::check::Finding::Violation(format!($($arg)*))
-    };
-}
-
 /// Returns a violation unless `condition` holds.
 pub fn ensure(condition: bool, message: impl FnOnce() -> String) -> Check {
     if condition {
