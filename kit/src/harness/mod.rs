@@ -132,6 +132,15 @@ pub enum CompletionRef<'a, H: Harness> {
 ///
 /// Everything optional has a default: an instrument that is not provided
 /// makes the invariants that need it `not-supported`.
+///
+/// Cancellation modes are not the harness's to claim: the kit asks the
+/// backend's completion type, `BoundedCompletion::supports_cancellation`,
+/// as a scheduler does, and checks every mode it answers `true` for on
+/// every subject whose work has that type (CAN-4). eredu makes the answer
+/// one per type and mode, so a backend that can cancel some operations
+/// natively but not others (collectives, not local work) answers `false`
+/// for `NativeCancel` (its work is then checked under quarantine), or
+/// returns a distinct completion type from the operations that can.
 pub trait Harness: Send + Sync + Sized + 'static {
     /// The backend under test.
     type Backend: CommunicationBackend;
