@@ -611,7 +611,7 @@ pub(crate) fn encode_report(input: &ReportInput) -> Vec<u8> {
 }
 
 impl Program {
-    /// The input's bytes in the current format ([`FORMAT`]).
+    /// The input's bytes in the current format ([`FORMAT`](super::FORMAT)).
     pub fn encode(&self) -> Vec<u8> {
         encode_program(self)
     }

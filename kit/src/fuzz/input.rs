@@ -40,11 +40,11 @@ pub(crate) const KINDS: [&str; 18] = [
 /// The fuzz targets, by the name of their corpus folder.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Target {
-    /// Operation sequences through the model ([`run`]).
+    /// Operation sequences through the model ([`run`](super::run)).
     Sequence,
-    /// Point-to-point framing ([`run_boundary`]).
+    /// Point-to-point framing ([`run_boundary`](super::run_boundary)).
     Boundary,
-    /// Bounded waits racing completion ([`run_deadlines`]).
+    /// Bounded waits racing completion ([`run_deadlines`](super::run_deadlines)).
     Deadlines,
     /// commcheck-report's parsers (`commcheck_report::fuzz`).
     Report,

@@ -2,7 +2,7 @@
 //! host-side signals for choreography (a late peer joins when told to).
 
 //!
-//! Layers, lowest first: [`watch`] (the case watchdog, the block guard and
+//! Layers, lowest first: `sample` (what the process did), `watch` (the case watchdog, the block guard and
 //! the stopwatch of poll bounds), `end` (how a world ended), `signals` (what
 //! the ranks share), `rank` (one rank's view, [`RankCtx`]), `run` (running a
 //! world under the watchdog).
