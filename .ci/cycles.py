@@ -9,7 +9,8 @@ what it names through `crate::`, `super::` or `self::` paths (in `use` lines
 and in code alike). A name re-exported by a `pub use` is followed to the file
 that defines it, so a `mod.rs` that only gathers its children's items is no
 hub of false circles, and is no edge of its own. Inline modules (`mod tests { ... }`) belong to their
-file. The script prints every strongly connected set of two or more files and
+file. The crate's top-level modules (a file, or a folder and everything in
+it) must form a one-way stack as well. The script prints every strongly connected set of two or more files and
 exits 1 if there is one; with `--graph` it also prints each file's edges.
 """
 
@@ -278,6 +279,13 @@ def edges(crate):
     return graph
 
 
+def top_module(src, path):
+    """The crate's top-level module `path` belongs to: `a` for `a.rs`, `a/...`."""
+    rel = os.path.relpath(path, src)
+    head = rel.split(os.sep)[0]
+    return head[:-3] if head.endswith(".rs") else head
+
+
 def sccs(graph):
     index, low, stack, on, out = {}, {}, [], set(), []
     counter = [0]
@@ -359,13 +367,32 @@ def main(argv):
             for f in sorted(graph):
                 print(f"{f} -> {', '.join(sorted(graph[f])) or '-'}")
         circles = sccs(graph)
+        # The crate's top-level modules (a file, or a folder with what is
+        # inside it) must form a one-way stack too, so that the folders show
+        # the layers.
+        top = {}
+        for f, targets in graph.items():
+            a = top_module(src, f)
+            top.setdefault(a, set())
+            for t in targets:
+                b = top_module(src, t)
+                if a != b and "lib.rs" not in (a, b) and "main.rs" not in (a, b):
+                    top[a].add(b)
+        for t in list(top.values()):
+            for b in t:
+                top.setdefault(b, set())
+        circles += [[f"{src}/{m} (module)" for m in c] for c in sccs(top)]
         if circles:
             bad += 1
             for c in circles:
-                print(f"{src}: {len(c)} files import each other in a circle:")
+                kind = "modules" if c[0].endswith("(module)") else "files"
+                print(f"{src}: {len(c)} {kind} import each other in a circle:")
                 for f in c:
-                    inside = sorted(t for t in graph[f] if t in c)
-                    print(f"  {f} -> {', '.join(inside)}")
+                    if f in graph:
+                        inside = sorted(t for t in graph[f] if t in c)
+                        print(f"  {f} -> {', '.join(inside)}")
+                    else:
+                        print(f"  {f}")
         else:
             print(f"{src}: {len(graph)} files, no import circle")
     return 1 if bad else 0

@@ -16,6 +16,9 @@
 
 use std::collections::BTreeMap;
 
+/// Version of this kit; certification reports record it.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
 /// What built the binary that ran the cases.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Build {
@@ -36,7 +39,7 @@ impl Build {
         Self {
             rustc: env!("COMMCHECK_BUILD_RUSTC").to_owned(),
             target: env!("COMMCHECK_BUILD_TARGET").to_owned(),
-            kit: crate::VERSION.to_owned(),
+            kit: VERSION.to_owned(),
             eredu: [
                 ("eredu-core", env!("COMMCHECK_BUILD_EREDU_CORE")),
                 ("eredu-runtime", env!("COMMCHECK_BUILD_EREDU_RUNTIME")),

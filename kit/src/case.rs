@@ -3,7 +3,7 @@
 use crate::check::Check;
 use crate::harness::{Harness, Instruments};
 use crate::matrix::{Driver, Subject};
-use crate::runner::results::Evidence;
+use crate::results::Evidence;
 use crate::spec::Invariant;
 use crate::world::{RankCtx, Script};
 

@@ -17,7 +17,7 @@ use crate::case::{Body, Case, Row};
 use crate::harness::{Backend, ClaimVisitor, Claims, Harness, Instruments, WorldSizes};
 use crate::matrix::{self, Subject};
 use crate::operation::Operation;
-use crate::runner::results::Evidence;
+use crate::results::Evidence;
 use crate::spec;
 use crate::suites;
 use crate::world::Script;

@@ -177,9 +177,6 @@
 //! backend crate with all of this wired in: nextest with JUnit, a signed
 //! report, and a GitHub Actions recipe.
 
-/// Version of this kit; certification reports record it.
-pub const VERSION: &str = env!("CARGO_PKG_VERSION");
-
 pub mod build;
 pub mod case;
 mod catalogue;
@@ -189,12 +186,12 @@ pub mod dtype;
 pub mod evidence {}
 pub mod fuzz;
 pub mod harness;
-pub mod lazy;
 mod matrix;
 pub mod model;
 mod operation;
 pub mod precision;
 pub mod processes;
+pub mod results;
 pub mod runner;
 pub mod settings;
 pub mod spec;
@@ -202,6 +199,7 @@ mod subject;
 pub(crate) mod suites;
 pub mod world;
 
+pub use build::VERSION;
 pub use case::Case;
 pub use catalogue::catalogue;
 pub use check::{Check, Finding};
@@ -212,8 +210,9 @@ pub use harness::{
     Claims, CompletionRef, Harness, HarnessError, HarnessResult, HoldGuard, Identity, Instruments,
     Ledger, Observer, Probe, WireRecord, WorkState, WorldSizes,
 };
+pub use matrix::lazy;
 pub use operation::Operation;
-pub use runner::results::{
+pub use results::{
     Attributed, Calibration, CaseResult, DataCoverage, Evidence, RankPlace, RunResults, Sweep,
     Verdict,
 };

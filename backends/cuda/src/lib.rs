@@ -166,6 +166,7 @@ mod executor;
 mod ffi;
 mod group;
 mod neural;
+mod nn_tensor;
 mod ops;
 mod ptx;
 mod reaper;

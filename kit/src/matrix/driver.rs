@@ -19,7 +19,7 @@ pub(crate) enum PendingVia {
     /// The hold instrument on the subject's executor.
     Hold,
     /// The submission evaluates lazy tensor work of the backend's own
-    /// (black-box; pending for a known while only, see [`crate::lazy`]).
+    /// (black-box; pending for a known while only, see [`crate::matrix::lazy`]).
     Lazy,
     /// Every rank but the subject submits late.
     LatePeer,
@@ -412,7 +412,7 @@ fn local_input<H: Harness>(
     match load {
         Load::Light => Ok((ctx.tensor(&values(ctx.rank(), 4), &[4])?, None, None)),
         Load::Heavy => {
-            let heavy = crate::lazy::heavy(ctx, executor)?;
+            let heavy = crate::matrix::lazy::heavy(ctx, executor)?;
             Ok((heavy.tensor, Some((heavy.pending_until, heavy.takes)), None))
         }
         Load::Fed => {

@@ -3,7 +3,7 @@
 //!
 //! Local work (local dependencies, plain submissions) is kept pending with the
 //! hold instrument when the harness provides it, and otherwise by submitting
-//! the backend's own lazy tensor work ([`crate::lazy`]), which needs no
+//! the backend's own lazy tensor work ([`crate::matrix::lazy`]), which needs no
 //! instrument but is pending only for a known while. Communication work is
 //! kept pending by a *late peer*: every rank but the subject (rank 0) submits
 //! only when the subject releases it, which needs no instrument at all.
@@ -14,6 +14,7 @@
 
 mod driver;
 mod handle;
+pub mod lazy;
 mod operations;
 mod submitted;
 

@@ -11,7 +11,7 @@ use super::{ProcessError, Processes};
 use crate::case::Case;
 use crate::catalogue::catalogue_within;
 use crate::harness::Harness;
-use crate::runner::results::{CaseResult, RankPlace, RunResults};
+use crate::results::{CaseResult, RankPlace, RunResults};
 use crate::runner::{
     command_line, execute_with, open_records, picked, report, run_trials, settings_or_exit,
     summary, write_results,

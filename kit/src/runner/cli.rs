@@ -4,11 +4,11 @@
 
 use super::execute::{case_seed, execute, result};
 use super::records::Records;
-use super::results::{CaseResult, RunResults, Verdict, RESULTS_SCHEMA};
 use super::{decided, grid, isolation, level, records, results};
 use crate::case::Case;
 use crate::catalogue::catalogue;
 use crate::harness::Harness;
+use crate::results::{CaseResult, RunResults, Verdict, RESULTS_SCHEMA};
 use crate::settings::{Isolation, Settings, SettingsError};
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
 use std::sync::{Arc, Mutex};
@@ -78,7 +78,7 @@ pub(crate) fn summary<H: Harness>(harness: &H, seed: u64, cases: Vec<CaseResult>
         claims: harness.claims().operations(),
         seed,
         cases,
-        calibration: crate::lazy::calibration(harness),
+        calibration: crate::matrix::lazy::calibration(harness),
         processes: None,
         incomplete: None,
         data: Some(results::DataCoverage::of(harness)),

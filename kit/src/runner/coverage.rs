@@ -2,9 +2,9 @@
 //! declares and the size sweep the value suites run on each, for the
 //! records and reports.
 
-use super::results::{DataCoverage, Sweep};
 use crate::dtype::Dtype;
 use crate::harness::Harness;
+use crate::results::{DataCoverage, Sweep};
 use crate::suites::scenario;
 
 impl DataCoverage {

@@ -22,7 +22,7 @@
 
 use std::collections::BTreeMap;
 
-use super::results::{RunResults, Verdict};
+use crate::results::{RunResults, Verdict};
 
 /// Why a case is not-supported, as the kit's own messages say it.
 pub fn not_supported_reason(message: &str) -> &'static str {

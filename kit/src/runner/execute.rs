@@ -3,10 +3,10 @@
 //! retried once and `flaky` when it passes then; what the kit cannot vouch
 //! for is `inconclusive` and retried); and the case's result record.
 
-use super::results::{CaseResult, Verdict};
 use crate::case::Case;
 use crate::check::Finding;
 use crate::harness::Harness;
+use crate::results::{CaseResult, Verdict};
 use crate::world::{run_world, Run, Script, WorldEnd};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -262,7 +262,7 @@ pub(crate) fn execute_with<H: Harness>(
     );
     result.worlds = tried.worlds;
     if instrumented {
-        result.evidence = crate::runner::results::Evidence::Instrumented;
+        result.evidence = crate::results::Evidence::Instrumented;
     }
     result.notes = if result.verdict == Verdict::Pass {
         notes

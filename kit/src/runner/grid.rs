@@ -19,7 +19,7 @@
 //! ```
 
 use crate::matrix::Subject;
-use crate::runner::results::Verdict;
+use crate::results::Verdict;
 
 /// One cell: a case and its verdict.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -14,10 +14,10 @@ use libtest_mimic::Arguments;
 use wait_timeout::ChildExt;
 
 use super::execute::{execute, result};
-use super::results::{CaseResult, Verdict};
 use crate::case::Case;
 use crate::catalogue::catalogue;
 use crate::harness::Harness;
+use crate::results::{CaseResult, Verdict};
 
 const CHILD: &str = "COMMCHECK_CHILD";
 const MARK: &str = "commcheck-case-result: ";

@@ -17,7 +17,7 @@ use crate::case::Case;
 use crate::harness::Harness;
 use crate::matrix::Subject;
 use crate::operation::Operation;
-use crate::runner::results::{Attributed, CaseResult, Verdict};
+use crate::results::{Attributed, CaseResult, Verdict};
 use crate::spec::Class;
 
 /// The certification level a set of results reaches.
@@ -273,7 +273,7 @@ pub fn blockers<G: Graded>(must_pass: &[String], cases: &[G]) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runner::results::Evidence;
+    use crate::results::Evidence;
 
     fn case(name: &str, class: Class, verdict: Verdict) -> CaseResult {
         CaseResult {

@@ -30,7 +30,8 @@ pub mod grid;
 mod isolation;
 pub mod level;
 pub mod records;
-pub mod results;
+/// The results model, at its old path (now [`crate::results`]).
+pub use crate::results;
 
 pub use cli::{closing, main, run_cases, run_cases_with, run_with};
 pub(crate) use cli::{

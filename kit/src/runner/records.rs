@@ -36,7 +36,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::harness::{Harness, Identity, Instruments};
-use crate::runner::results::{Calibration, CaseResult, RunResults, Verdict, RESULTS_SCHEMA};
+use crate::results::{Calibration, CaseResult, RunResults, Verdict, RESULTS_SCHEMA};
 use crate::Operation;
 
 /// Version of the record and header files' schema.
@@ -67,7 +67,7 @@ pub struct RunHeader {
     pub processes: Option<usize>,
     /// The data the value checks ran on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub data: Option<super::results::DataCoverage>,
+    pub data: Option<crate::results::DataCoverage>,
     /// The build of the binary that ran the cases: records of another
     /// build are another run (its key differs), never merged into this one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -259,7 +259,7 @@ impl Records {
             claims: harness.claims().operations(),
             seed,
             processes,
-            data: Some(super::results::DataCoverage::of(&**harness)),
+            data: Some(crate::results::DataCoverage::of(&**harness)),
             build: Some(crate::build::Build::this()),
             catalogue,
         };
@@ -282,7 +282,7 @@ impl Records {
             key,
             calibration: {
                 let harness = std::sync::Arc::clone(harness);
-                Box::new(move || crate::lazy::calibration(&*harness))
+                Box::new(move || crate::matrix::lazy::calibration(&*harness))
             },
             failed: std::sync::atomic::AtomicBool::new(false),
         })

@@ -10,7 +10,7 @@
 //!   harness claims `all_reduce_sum` and the world has peers playing the
 //!   late-peer role ([`crate::matrix::late_peer_rounds`]);
 //! - by lazy work of the backend's own (black-box, busy for a known while
-//!   only, see [`crate::lazy`]): the one way that rests on timing.
+//!   only, see [`crate::matrix::lazy`]): the one way that rests on timing.
 
 use std::time::{Duration, Instant};
 
@@ -103,7 +103,7 @@ impl<'c, 'w, H: Harness> Blocker<'c, 'w, H> {
             };
             (keep, output)
         } else {
-            let heavy = crate::lazy::heavier(ctx, executor, factor)?;
+            let heavy = crate::matrix::lazy::heavier(ctx, executor, factor)?;
             (Keep::Lazy((heavy.pending_until, heavy.takes)), heavy.tensor)
         };
         // On an error `keep` is dropped, which releases it.

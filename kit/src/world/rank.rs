@@ -12,7 +12,7 @@ use crate::harness::{
     CompletionRef, Executor, Group, Harness, HoldGuard, Ledger, Observer, Probe, Tensor,
     TensorContext,
 };
-use crate::runner::results::Attributed;
+use crate::results::Attributed;
 use std::sync::Arc;
 use std::time::Duration;
 

@@ -11,7 +11,7 @@ use super::watch::{Expired, KitThread, Watchdog};
 use crate::check::{Check, Finding};
 use crate::dtype::Dtype;
 use crate::harness::Harness;
-use crate::runner::results::Attributed;
+use crate::results::Attributed;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::mpsc;
 use std::sync::Arc;

@@ -4,7 +4,7 @@
 //! violations of other invariants than the case's own.
 
 use super::sample::guard;
-use crate::runner::results::Attributed;
+use crate::results::Attributed;
 use std::collections::HashSet;
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};

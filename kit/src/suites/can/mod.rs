@@ -16,7 +16,7 @@
 //! Pending work. The driver keeps work pending: by the hold, by a late peer,
 //! or (local subjects of a harness without the hold) by the backend's own lazy
 //! work, which is certainly pending only until a known instant
-//! ([`crate::lazy`]). Every check that rests on "the work could not have
+//! ([`crate::matrix::lazy`]). Every check that rests on "the work could not have
 //! completed" records whether the work was still surely pending right after
 //! `wait_bounded` returned ([`Waited::pending`](outcome::Waited::pending)) or after its observations
 //! ([`Seen::pending`](round::Seen::pending)). An outcome that would be a violation, or would leave

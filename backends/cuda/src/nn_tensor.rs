@@ -4,11 +4,11 @@
 //! an error saying it is not provided (a communication backend never needs
 //! it).
 
-use super::{elements, CudaTensor};
 use crate::element::Element;
 use crate::error::CudaError;
 use crate::executor::CudaExecutor;
 use crate::ffi::Launch;
+use crate::tensor::{elements, CudaTensor};
 use eredu_nn::*;
 use std::sync::Arc;
 

@@ -34,7 +34,7 @@ use eredu_runtime::backend::SubmissionBackend;
 use crate::check::{slack, Finding};
 use crate::harness::{Backend, Executor, Harness, Tensor, TensorContext};
 use crate::matrix::Handle;
-use crate::runner::results::Calibration;
+use crate::results::Calibration;
 use crate::world::RankCtx;
 
 /// Duration calibration aims for: a third of it covers every pending window

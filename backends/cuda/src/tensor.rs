@@ -8,10 +8,8 @@
 //! rounded once).
 //!
 //! The `eredu_nn::Tensor` implementation, which enqueues work on an
-//! executor, is the child module `nn`: this module knows devices and
+//! executor, is `nn_tensor`, above the executor: this module knows devices and
 //! memory, never executors.
-
-mod nn;
 
 use crate::device::CudaDevice;
 use crate::element::Element;
@@ -35,12 +33,12 @@ pub(crate) fn elements(operation: &'static str, shape: &[i32]) -> Result<usize, 
 
 /// The device buffer behind one or more tensors.
 pub(crate) struct Storage {
-    memory: DeviceMemory,
-    element: Element,
-    len: usize,
-    ready: Mutex<Option<Arc<Event>>>,
-    device: CudaDevice,
-    id: u64,
+    pub(crate) memory: DeviceMemory,
+    pub(crate) element: Element,
+    pub(crate) len: usize,
+    pub(crate) ready: Mutex<Option<Arc<Event>>>,
+    pub(crate) device: CudaDevice,
+    pub(crate) id: u64,
 }
 
 impl Drop for Storage {
@@ -52,8 +50,8 @@ impl Drop for Storage {
 /// A tensor of the CUDA backend.
 #[derive(Clone)]
 pub struct CudaTensor {
-    storage: Arc<Storage>,
-    shape: Vec<i32>,
+    pub(crate) storage: Arc<Storage>,
+    pub(crate) shape: Vec<i32>,
 }
 
 impl std::fmt::Debug for CudaTensor {
@@ -178,7 +176,7 @@ impl CudaTensor {
 
     /// `Ok` when it holds `f32`s; otherwise an error saying `operation`
     /// takes `f32` tensors only.
-    fn require_f32(&self, operation: &'static str) -> Result<(), CudaError> {
+    pub(crate) fn require_f32(&self, operation: &'static str) -> Result<(), CudaError> {
         match self.storage.element {
             Element::F32 => Ok(()),
             other => Err(CudaError::Invalid {

@@ -133,7 +133,7 @@ pub struct Attributed {
 
 /// How the kit made local work pending without the hold instrument: lazy
 /// tensor work of the backend's own, sized once per run (see
-/// [`crate::lazy`]).
+/// [`crate::matrix::lazy`]).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Calibration {
     /// The operation chained, e.g. `matmul`.
