@@ -343,7 +343,7 @@ fn key_bytes(text: &[u8], path: &Path, kind: KeyKind) -> Result<(String, Vec<u8>
 }
 
 fn read_key_file(path: &Path, kind: KeyKind) -> Result<Vec<u8>, SignatureError> {
-    crate::verify::read_bounded(path).map_err(|source| SignatureError::ReadKey {
+    crate::input::read_bounded(path).map_err(|source| SignatureError::ReadKey {
         path: path.to_owned(),
         kind,
         source,
@@ -618,7 +618,7 @@ pub fn sign_report_to(
     signature: &Path,
 ) -> Result<Signed, SignatureError> {
     let bytes =
-        crate::verify::read_bounded(report).map_err(|source| SignatureError::ReadReport {
+        crate::input::read_bounded(report).map_err(|source| SignatureError::ReadReport {
             path: report.to_owned(),
             source,
         })?;
@@ -724,7 +724,7 @@ pub fn verify_report(
     signature: Option<&Path>,
 ) -> Result<Verified, SignatureError> {
     let bytes =
-        crate::verify::read_bounded(report).map_err(|source| SignatureError::ReadReport {
+        crate::input::read_bounded(report).map_err(|source| SignatureError::ReadReport {
             path: report.to_owned(),
             source,
         })?;
@@ -740,7 +740,7 @@ pub fn verify_report_bytes(
     signature: Option<&Path>,
 ) -> Result<Verified, SignatureError> {
     let signature = signature.map_or_else(|| signature_path(report), Path::to_owned);
-    let text = crate::verify::read_bounded(&signature).map_err(|source| {
+    let text = crate::input::read_bounded(&signature).map_err(|source| {
         if source.kind() == std::io::ErrorKind::NotFound {
             SignatureError::SignatureMissing {
                 path: signature.clone(),

@@ -32,7 +32,6 @@
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt;
-use std::io::Read as _;
 use std::path::Path;
 
 use serde::de::{self, DeserializeOwned, DeserializeSeed, MapAccess, SeqAccess, Visitor};
@@ -40,6 +39,7 @@ use serde::Deserialize as _;
 use serde_json::{Map, Value};
 
 use crate::canonical;
+pub use crate::input::{read_bounded, read_text, MAX_INPUT_BYTES};
 use crate::model::{
     is_claimed, sole_results, Level, Provenance, Report, ReportCase, Status, REPORT_FORMAT,
     REPORT_SCHEMA,
@@ -60,75 +60,6 @@ const MEMBERS: [&str; 9] = [
     "invariants",
     "digest",
 ];
-
-/// The largest file [`read_text`] (so [`verify_file`], [`load_file`] and
-/// [`crate::Expectations::load`]) reads: 64 MiB. The bundled backends'
-/// reports are well under 1 MiB; a larger file is refused before it is read.
-pub const MAX_INPUT_BYTES: u64 = 64 * 1024 * 1024;
-
-/// Reads the file at `path`, at most [`MAX_INPUT_BYTES`] long: a folder, or
-/// a file over the limit (refused from its size before it is read; a file
-/// that grows while read is cut off at the limit and refused too), is an
-/// [`std::io::ErrorKind::InvalidInput`] error saying so. Signature and key
-/// files are read through it too.
-pub fn read_bounded(path: &Path) -> std::io::Result<Vec<u8>> {
-    let refused = |why: String| std::io::Error::new(std::io::ErrorKind::InvalidInput, why);
-    let file = std::fs::File::open(path)?;
-    let metadata = file.metadata()?;
-    if metadata.is_dir() {
-        return Err(refused("it is a folder, not a file".to_owned()));
-    }
-    let limit = format!(
-        "the limit of {MAX_INPUT_BYTES} bytes ({} MiB) for an input file",
-        MAX_INPUT_BYTES / (1024 * 1024)
-    );
-    if metadata.len() > MAX_INPUT_BYTES {
-        return Err(refused(format!("{} bytes, over {limit}", metadata.len())));
-    }
-    let mut bytes = Vec::with_capacity(usize::try_from(metadata.len()).unwrap_or(0));
-    file.take(MAX_INPUT_BYTES + 1).read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > MAX_INPUT_BYTES {
-        // Its size said less (a device, a file still being written).
-        return Err(refused(format!("longer than {limit}")));
-    }
-    Ok(bytes)
-}
-
-/// Reads the UTF-8 text file at `path` through [`read_bounded`].
-///
-/// Every error starts `<path>: cannot read:` and says why: the OS error
-/// (missing, permission denied), a folder, a file over the limit, or bytes
-/// that are not UTF-8 (with the offset, line and column of the first one). A
-/// leading byte-order mark is kept: the parsers ignore it.
-pub fn read_text(path: &Path) -> Result<String, String> {
-    let shown = path.display();
-    let cannot = |why: String| format!("{shown}: cannot read: {why}");
-    let bytes = read_bounded(path).map_err(|error| cannot(error.to_string()))?;
-    String::from_utf8(bytes).map_err(|error| {
-        let at = error.utf8_error().valid_up_to();
-        let bytes = error.as_bytes();
-        let (line, column) = line_column(&bytes[..at]);
-        let found = bytes.get(at).map_or(String::new(), |b| format!(" 0x{b:02x}"));
-        cannot(format!(
-            "not UTF-8 text: invalid byte{found} at byte offset {at} (line {line}, column {column}); \
-             expected UTF-8 text"
-        ))
-    })
-}
-
-/// 1-based line and column (in characters) just after `before`.
-fn line_column(before: &[u8]) -> (usize, usize) {
-    let line_start = before
-        .iter()
-        .rposition(|&b| b == b'\n')
-        .map_or(0, |newline| newline + 1);
-    let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
-    let column = String::from_utf8_lossy(&before[line_start..])
-        .chars()
-        .count()
-        + 1;
-    (line, column)
-}
 
 /// Reads and verifies the report at `path` ([`read_text`], then [`verify`]).
 pub fn verify_file(path: &Path) -> Result<Report, Vec<String>> {
