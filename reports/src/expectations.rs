@@ -29,6 +29,9 @@ use commcheck::{Operation, Subject};
 use serde::Deserialize;
 use toml::Spanned;
 
+// Defined with the report data it is part of (`unused_waivers`); shown here
+// too, where it has always been documented.
+#[doc(inline)]
 pub use crate::model::Expectation;
 use crate::model::ReportCase;
 
