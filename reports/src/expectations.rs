@@ -26,33 +26,19 @@ use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 use commcheck::{Operation, Subject};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use toml::Spanned;
 
+// Defined with the report data it is part of (`unused_waivers`); shown here
+// too, where it has always been documented.
+#[doc(inline)]
+pub use crate::model::Expectation;
 use crate::model::ReportCase;
 
-/// One waiver of an expectations file.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Expectation {
-    /// Invariant ID, e.g. `CAN-2`.
-    #[serde(default)]
-    pub invariant: String,
-    /// Subject name (as after `::` in case names), or `*`.
-    #[serde(default)]
-    pub subject: String,
-    /// Why the failure is accepted.
-    #[serde(default)]
-    pub reason: String,
-    /// Where it is tracked.
-    #[serde(default)]
-    pub link: String,
-}
-
-impl Expectation {
-    fn matches(&self, invariant: &str, subject: Subject) -> bool {
-        self.invariant == invariant && (self.subject == "*" || self.subject == subject.name())
-    }
+/// Whether `entry` applies to `invariant` on `subject`: the same invariant,
+/// and the same subject or `*`.
+fn matches(entry: &Expectation, invariant: &str, subject: Subject) -> bool {
+    entry.invariant == invariant && (entry.subject == "*" || entry.subject == subject.name())
 }
 
 /// A parsed, validated expectations file.
@@ -140,7 +126,7 @@ impl Expectations {
     /// Reads ([`crate::verify::read_text`]: size limit, UTF-8, not a
     /// folder) and parses the file at `path`.
     pub fn load(path: &Path) -> Result<Self, ExpectationsError> {
-        let text = crate::verify::read_text(path).map_err(|problem| ExpectationsError {
+        let text = crate::input::read_text(path).map_err(|problem| ExpectationsError {
             problems: vec![problem],
         })?;
         Self::parse(&text, &path.display().to_string())
@@ -252,7 +238,7 @@ impl Expectations {
         let matching = || {
             self.entries
                 .iter()
-                .filter(move |e| e.matches(invariant, subject))
+                .filter(move |e| matches(e, invariant, subject))
         };
         matching()
             .find(|e| e.subject != "*")

@@ -86,12 +86,14 @@
 //! it does not know. (`invariants` joined schema 1 before the first
 //! release.)
 
+mod assemble;
 pub mod canonical;
 pub mod certify;
 pub mod collect;
 pub mod diff;
 pub mod expectations;
 pub mod fuzz;
+mod input;
 pub mod junit;
 pub mod markdown;
 pub mod model;

@@ -1,22 +1,26 @@
 //! The report model: one event model that every sink renders.
 //!
-//! A [`Report`] is built from the kit's [`RunResults`], the must-pass list of
-//! the kit version ([`must_pass`]), an [`Expectations`] file and the
-//! [`Environment`] of the run. Its JSON form (schema [`REPORT_SCHEMA`]) is the
-//! source of truth; JUnit and Markdown are views of it.
+//! A [`Report`] is built ([`Report::build`]) from the kit's
+//! [`RunResults`](commcheck::RunResults), the must-pass list of the kit
+//! version ([`must_pass`]), an [`Expectations`](crate::Expectations) file and
+//! the [`Environment`](crate::Environment) of the run. Its JSON form (schema
+//! [`REPORT_SCHEMA`]) is the source of truth; JUnit and Markdown are views of
+//! it.
+//!
+//! This is the bottom layer of the crate's report code: it names no other
+//! module but [`crate::canonical`]. Building a report from a run (which
+//! needs the expectations and the environment) lives in a layer above.
 
 use std::collections::{BTreeMap, HashMap};
 
 use commcheck::spec::Class;
 use commcheck::{
-    Attributed, Calibration, CaseResult, Evidence, Identity, Instruments, Operation, RunResults,
-    Subject, Verdict,
+    Attributed, Calibration, CaseResult, Evidence, Identity, Instruments, Operation, Subject,
+    Verdict,
 };
 use serde::{Deserialize, Serialize};
 
 use crate::canonical;
-use crate::expectations::{Expectation, Expectations};
-use crate::provenance::Environment;
 
 /// Value of [`Report::format`].
 pub const REPORT_FORMAT: &str = "commcheck-report";
@@ -177,6 +181,25 @@ pub struct Waiver {
     #[serde(default)]
     pub reason: String,
     /// Where it is tracked (required; `verify` rejects an empty one).
+    #[serde(default)]
+    pub link: String,
+}
+
+/// One waiver of an expectations file, as [`crate::Expectations`] reads it
+/// and as a report lists it in [`Report::unused_waivers`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Expectation {
+    /// Invariant ID, e.g. `CAN-2`.
+    #[serde(default)]
+    pub invariant: String,
+    /// Subject name (as after `::` in case names), or `*`.
+    #[serde(default)]
+    pub subject: String,
+    /// Why the failure is accepted.
+    #[serde(default)]
+    pub reason: String,
+    /// Where it is tracked.
     #[serde(default)]
     pub link: String,
 }
@@ -399,33 +422,6 @@ impl Report {
 }
 
 impl Report {
-    /// Builds and seals the report of `results`.
-    pub fn build(
-        results: &RunResults,
-        must_pass: Vec<String>,
-        expectations: &Expectations,
-        environment: Environment,
-    ) -> Self {
-        let cases: Vec<ReportCase> = results
-            .cases
-            .iter()
-            .map(|r| ReportCase::from_result(r, expectations.waiver_for(&r.invariant, r.subject)))
-            .collect();
-        let mut report = Self {
-            format: REPORT_FORMAT.to_owned(),
-            schema: REPORT_SCHEMA,
-            level: Level::reached(&must_pass, &cases),
-            provenance: environment.provenance(results),
-            must_pass,
-            unused_waivers: expectations.unused(&cases),
-            invariants: failing_invariants(&cases),
-            cases,
-            digest: String::new(),
-        };
-        report.seal();
-        report
-    }
-
     /// Recomputes [`Report::digest`] after a change.
     pub fn seal(&mut self) {
         self.digest = serde_json::to_value(&*self)
