@@ -407,7 +407,7 @@ pub trait Harness: Send + Sync + Sized + 'static {
 /// # use commcheck::{Claims, Harness};
 /// # fn claims<H: Harness>() -> Claims<H>
 /// # where
-/// #     commcheck::Backend<H>: eredu_runtime::backend::SumReductionBackend
+/// #     commcheck::harness::Backend<H>: eredu_runtime::backend::SumReductionBackend
 /// #         + eredu_runtime::backend::BarrierBackend,
 /// # {
 /// Claims::none().sum_reduction().barrier()
