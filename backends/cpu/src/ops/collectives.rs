@@ -20,11 +20,13 @@ use crate::completion::CpuCompletion;
 use crate::core::Retained;
 use crate::defect::Defect;
 use crate::error::CpuError;
-use crate::executor::{CpuExecutor, Dispatch, Work, WorkCtx, WorkKind};
-use crate::group::{Contribution, CpuGroup, GroupMember};
+use crate::executor::{CpuExecutor, Dispatch, WorkKind};
+use crate::frame::Contribution;
+use crate::group::{CpuGroup, GroupMember};
 use crate::layout::{concat_axis, slice_axis, AxisView};
 use crate::sync::rt::{Instant, Mutex};
 use crate::tensor::{CpuTensor, Element, Storage, Values};
+use crate::work::{Abort, Work, WorkCtx};
 use crate::CpuBackend;
 
 /// Computes one member's output from every contribution (member order) and its own index.
@@ -176,7 +178,7 @@ impl Collective {
                 // A member alone has no peer to tell that it never took part.
                 let abort = (!alone).then(|| {
                     let (rendezvous, index) = group_member.rendezvous();
-                    let abort: crate::executor::Abort =
+                    let abort: Abort =
                         Box::new(move |reason: &str| rendezvous.abort(seq, index, reason));
                     abort
                 });
