@@ -103,7 +103,7 @@ pub(crate) fn dispose(
     core.observe()
 }
 
-/// The executor running one item (executor.rs `execute` and device.rs
+/// The executor running one item (lane.rs `execute` and device.rs
 /// `finish`): start, run the native body (`live` while it may touch retained
 /// values; `body` sees whether cancellation was requested and says whether
 /// it succeeded), finish, release outside the lock, mark released.
