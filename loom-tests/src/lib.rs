@@ -1,8 +1,11 @@
 //! Loom models of the CPU reference backend's completion state machine
 //! (`backends/cpu/src/core.rs`).
 //!
-//! The models live in `tests/core.rs` and exist only under
-//! `--cfg commcheck_loom`; CI runs them in release mode (`.ci/run`):
+//! The models live in `tests/core/` (one test binary, `core`: the
+//! exploration in `explore.rs`, the mirrors in `mirrors.rs`, the models by
+//! what they race in `waiting.rs`, `deadlines.rs` and `retention.rs`) and
+//! exist only under `--cfg commcheck_loom`; CI runs them in release mode
+//! (`.ci/run`):
 //!
 //! ```sh
 //! RUSTFLAGS="--cfg commcheck_loom" CARGO_TARGET_DIR=target/loom \
@@ -84,7 +87,7 @@
 //! # What is not modelled
 //! Loom explores the core alone: only `core.rs` runs on loom's primitives.
 //! The completion's and the executor's side of each race is *re-stated* in
-//! the test file over the core's public operations, without planted
+//! `tests/core/mirrors.rs` over the core's public operations, without planted
 //! defects, and is not the backend's code:
 //!
 //! - `CpuCompletion::{is_complete, resources_releasable, wait,

@@ -2,7 +2,7 @@
 //!
 //! A `NativeCancel` request on running work is cooperative: the work observes
 //! its core's cancel flag and stops. Work bodies see the flag through
-//! [`crate::executor::WorkCtx`]; code that runs *inside* a body without a
+//! [`crate::work::WorkCtx`]; code that runs *inside* a body without a
 //! context to hand, notably the evaluation of lazy tensor values
 //! ([`crate::tensor`], [`crate::neural`]), sees it through this module. The
 //! worker enters a [`Scope`] with the running item's token around the body,

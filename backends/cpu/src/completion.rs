@@ -13,8 +13,8 @@ use crate::core::{CancelRequest, Core, Observation, Phase};
 use crate::defect::Defect;
 use crate::device::CpuDevice;
 use crate::error::CpuError;
-use crate::executor::LazyLaunch;
 use crate::group::GroupMember;
+use crate::lane::LazyLaunch;
 use crate::sync::rt::{self, Instant, Mutex};
 
 /// Exact completion of one CPU submission.

@@ -10,7 +10,6 @@ use eredu_runtime::CommunicationRouteId;
 use crate::core::{Core, Retained};
 use crate::defect::Defect;
 use crate::error::CpuError;
-use crate::executor::CpuExecutor;
 use crate::fabric::{Fabric, Span};
 use crate::group::{CpuGroup, GroupShared};
 use crate::ledger::{Kind, Ledger, LedgerSnapshot, StorageId};
@@ -156,11 +155,6 @@ impl CpuDevice {
         self.shared.defect
     }
 
-    /// Starts a new executor (worker lane).
-    pub fn executor(&self) -> CpuExecutor {
-        CpuExecutor::spawn(self)
-    }
-
     /// Makes a materialised tensor on this device.
     pub fn tensor(&self, values: &[f32], shape: &[i32]) -> Result<CpuTensor, CpuError> {
         CpuTensor::ready(&self.shared.ledger, "tensor", values.to_vec(), shape)
@@ -188,7 +182,7 @@ impl CpuDevice {
 
     /// Makes a group of `size` members; the handles come back in member order.
     pub fn group(&self, size: usize) -> Result<Vec<CpuGroup>, CpuError> {
-        let shared = GroupShared::new(self, size)?;
+        let shared = GroupShared::new(size, None, &self.shared.ledger, || self.next_id())?;
         (0..size)
             .map(|member| CpuGroup::join(&shared, member))
             .collect()
@@ -221,7 +215,8 @@ impl CpuDevice {
                     world: *world,
                     key: key.to_owned(),
                 });
-                let created = GroupShared::with_span(self, size, span.clone())?;
+                let created =
+                    GroupShared::new(size, span.clone(), &self.shared.ledger, || self.next_id())?;
                 if let Some(span) = span {
                     span.fabric.open_group(span.world, key, &created);
                 }
@@ -286,7 +281,7 @@ impl CpuDevice {
                 format!("a rank declaring it from {source} to {destination}"),
             ));
         }
-        Ok(CpuRoute::new(self, shared, rank == source))
+        Ok(CpuRoute::new(&self.shared.ledger, shared, rank == source))
     }
 
     /// Counts of live native resources (the resource-ledger instrument).

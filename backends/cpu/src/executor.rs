@@ -24,436 +24,18 @@
 //! refusal), and never on a device with a planted defect: every defect acts
 //! on the queued or inline path, which such work then takes as before.
 
-use std::collections::VecDeque;
-use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Duration;
 
-use crate::cancel::{self, CancelToken};
 use crate::completion::CpuCompletion;
 use crate::core::{Core, Retained};
 use crate::defect::Defect;
 use crate::device::CpuDevice;
 use crate::error::CpuError;
 use crate::group::GroupMember;
+use crate::lane::{Hold, Lane, LazyLaunch, WorkItem};
 use crate::ledger::Kind;
-use crate::sync::rt::{self, AtomicBool, AtomicUsize, Condvar, Instant, Mutex, MutexGuard};
-
-/// How often blocked native work re-checks a cancellation request.
-pub(crate) const CANCEL_POLL: Duration = Duration::from_millis(1);
-
-/// Native work body. It receives the context of its run and must return
-/// `Err(CpuError::Cancelled)` promptly once [`WorkCtx::cancelled`] is true.
-/// While it runs, the item's cancel token is current on the worker thread
-/// ([`crate::cancel`]), so lazy values it evaluates abort with that error too.
-pub(crate) type Body = Box<dyn FnOnce(&WorkCtx<'_>) -> Result<(), CpuError> + Send>;
-
-/// Called instead of the body when work ends without its body running
-/// (cancelled while queued, abandoned), so a collective can abort its
-/// rendezvous and its peers fail instead of hanging.
-pub(crate) type Abort = Box<dyn FnOnce(&str) + Send>;
-
-/// What a submission queues: its body, and what to do if the body never runs.
-pub(crate) struct Work {
-    pub(crate) body: Body,
-    pub(crate) abort: Option<Abort>,
-}
-
-impl Work {
-    /// Work with nothing to undo if it never runs.
-    pub(crate) fn local(body: Body) -> Self {
-        Self { body, abort: None }
-    }
-}
-
-pub(crate) struct WorkItem {
-    core: Arc<Core>,
-    operation: &'static str,
-    work: Work,
-    /// Whether a `NativeCancel` request stops the body once it runs (local
-    /// work of the [`crate::Personality::Unstoppable`] device runs to its end;
-    /// queued work is always cancellable).
-    stoppable: bool,
-}
-
-impl WorkItem {
-    /// Ends an item whose body will never run.
-    fn abort(self, reason: &str) {
-        if let Some(abort) = self.work.abort {
-            abort(reason);
-        }
-    }
-}
-
-/// What a running body can ask of its executor.
-pub(crate) struct WorkCtx<'a> {
-    core: &'a Core,
-    operation: &'static str,
-    fault: Option<CpuError>,
-    stoppable: bool,
-}
-
-impl WorkCtx<'_> {
-    /// Whether a `NativeCancel` teardown was requested (and stops this body).
-    pub(crate) fn cancelled(&self) -> bool {
-        self.stoppable && self.core.cancel_requested()
-    }
-
-    /// `Err(Cancelled)` once cancellation was requested.
-    pub(crate) fn checkpoint(&self) -> Result<(), CpuError> {
-        if self.cancelled() {
-            Err(CpuError::Cancelled {
-                operation: self.operation,
-            })
-        } else {
-            Ok(())
-        }
-    }
-
-    /// The fault injected into this item, if any. Bodies that rendezvous with
-    /// peers must still abort their rendezvous so peers fail instead of hanging.
-    pub(crate) fn fault(&self) -> Option<&CpuError> {
-        self.fault.as_ref()
-    }
-}
-
-#[derive(Default)]
-struct LaneState {
-    items: VecDeque<WorkItem>,
-    shutdown: bool,
-    /// An item is executing, on the worker or inline on its submitting thread.
-    busy: bool,
-    /// The worker sleeps on `wake` (so a push must notify it).
-    sleeping: bool,
-}
-
-impl LaneState {
-    /// Whether the worker may take the next queued item now.
-    fn runnable(&self) -> bool {
-        !self.busy && !self.items.is_empty()
-    }
-}
-
-/// One worker thread and its queue.
-pub(crate) struct Lane {
-    state: Mutex<LaneState>,
-    wake: Condvar,
-    holds: Mutex<usize>,
-    released: Condvar,
-    fault_next: AtomicBool,
-    fail_next_submission: AtomicBool,
-    /// Executor handles (`ExecShared`) on this lane; the last one retires it.
-    handles: AtomicUsize,
-    /// The planted race (see `CpuDevice::with_planted_race`).
-    #[cfg(any(commcheck_shuttle, commcheck_planted_race))]
-    lost_wakeup: bool,
-}
-
-fn guard<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    match mutex.lock() {
-        Ok(guard) => guard,
-        Err(poisoned) => poisoned.into_inner(),
-    }
-}
-
-impl Lane {
-    fn spawn(id: u64, device: &CpuDevice) -> Arc<Self> {
-        let lane = Arc::new(Self {
-            state: Mutex::new(LaneState::default()),
-            wake: Condvar::new(),
-            holds: Mutex::new(0),
-            released: Condvar::new(),
-            fault_next: AtomicBool::new(false),
-            fail_next_submission: AtomicBool::new(false),
-            handles: AtomicUsize::new(0),
-            #[cfg(any(commcheck_shuttle, commcheck_planted_race))]
-            lost_wakeup: device.planted_race(),
-        });
-        let worker = Arc::clone(&lane);
-        let device = device.clone();
-        let spawned = rt::Builder::new()
-            .name(format!("commcheck-cpu-executor-{id}"))
-            .spawn(move || worker.run(id, &device));
-        if let Err(error) = spawned {
-            // Without a worker nothing would ever run: fail work instead of hanging.
-            let mut state = guard(&lane.state);
-            state.shutdown = true;
-            drop(state);
-            eprintln!("commcheck-cpu: could not start executor thread {id}: {error}");
-        }
-        lane
-    }
-
-    fn run(&self, id: u64, device: &CpuDevice) {
-        loop {
-            self.spin_for_work();
-            let item = {
-                let mut state = guard(&self.state);
-                loop {
-                    if state.shutdown {
-                        // Queued work outliving its executor: only reachable
-                        // when completions do not retain it (RET-2 defect).
-                        let abandoned: Vec<_> = state.items.drain(..).collect();
-                        drop(state);
-                        for item in abandoned {
-                            self.abandon(id, device, &item.core, item.operation);
-                            item.abort("its executor was destroyed");
-                        }
-                        return;
-                    }
-                    if !state.busy {
-                        if let Some(item) = state.items.pop_front() {
-                            state.busy = true;
-                            break item;
-                        }
-                    }
-                    state.sleeping = true;
-                    state = match self.wake.wait(state) {
-                        Ok(guard) => guard,
-                        Err(poisoned) => poisoned.into_inner(),
-                    };
-                    state.sleeping = false;
-                }
-            };
-            self.execute(id, device, item, false);
-            #[cfg(any(commcheck_shuttle, commcheck_planted_race))]
-            if self.lost_wakeup {
-                self.sleep_after_item();
-                continue;
-            }
-            guard(&self.state).busy = false;
-        }
-    }
-
-    /// The planted race (see `CpuDevice::with_planted_race`): after an item,
-    /// a worker that found its queue empty as it cleared `busy` goes to sleep
-    /// at once, in a second critical section, without looking at its queue
-    /// again (it does look for shutdown). Work pushed in between sees no
-    /// sleeper and wakes nobody.
-    #[cfg(any(commcheck_shuttle, commcheck_planted_race))]
-    fn sleep_after_item(&self) {
-        let idle = {
-            let mut state = guard(&self.state);
-            state.busy = false;
-            state.items.is_empty()
-        };
-        if !idle {
-            return;
-        }
-        let mut state = guard(&self.state);
-        if state.shutdown {
-            return;
-        }
-        state.sleeping = true;
-        state = match self.wake.wait(state) {
-            Ok(guard) => guard,
-            Err(poisoned) => poisoned.into_inner(),
-        };
-        state.sleeping = false;
-    }
-
-    /// Polls briefly for new work before the worker sleeps (see [`crate::sync::SPIN`]).
-    fn spin_for_work(&self) {
-        let until = Instant::now() + crate::sync::SPIN;
-        while Instant::now() < until {
-            if let Ok(state) = self.state.try_lock() {
-                if state.runnable() || state.shutdown {
-                    return;
-                }
-            }
-            rt::yield_now();
-        }
-    }
-
-    fn abandon(&self, id: u64, device: &CpuDevice, core: &Core, operation: &'static str) {
-        if core.start() || core.observe().phase == crate::core::Phase::Running {
-            let error = CpuError::ExecutorGone {
-                operation,
-                executor: id,
-            };
-            device.finish(core, Err(error));
-        }
-    }
-
-    fn is_shut_down(&self) -> bool {
-        guard(&self.state).shutdown
-    }
-
-    /// Runs one item: `inline` when the submitting thread runs it on an idle,
-    /// unheld lane (see [`Lane::try_run_inline`]), which then neither waits
-    /// for holds nor can find its executor shut down (the submitter holds a
-    /// handle on it).
-    fn execute(&self, id: u64, device: &CpuDevice, item: WorkItem, inline: bool) {
-        if !item.core.start() {
-            // Cancelled while queued: teardown is accounted for; tell the peers.
-            item.abort("it was cancelled before it started");
-            return;
-        }
-        let WorkItem {
-            core,
-            operation,
-            work: Work { body, abort },
-            stoppable,
-        } = item;
-        let fault = if take_flag(&self.fault_next) {
-            let error = CpuError::InjectedFault {
-                operation,
-                executor: id,
-            };
-            core.publish_error(error.clone());
-            if device.has(Defect::ErrorReleases) {
-                drop(core.take_retained());
-            }
-            Some(error)
-        } else {
-            None
-        };
-        if !inline {
-            self.wait_while_held(&core);
-        }
-        if !inline && self.is_shut_down() {
-            self.abandon(id, device, &core, operation);
-            if let Some(abort) = abort {
-                abort("its executor was destroyed");
-            }
-            return;
-        }
-        let ctx = WorkCtx {
-            core: &core,
-            operation,
-            fault,
-            stoppable,
-        };
-        let outcome = match core.cancel_requested() {
-            true => {
-                if let Some(abort) = abort {
-                    abort("it was cancelled before its body ran");
-                }
-                Err(CpuError::Cancelled { operation })
-            }
-            false => match catch_unwind(AssertUnwindSafe(|| {
-                // Lazy values the body evaluates observe this item's
-                // cancellation, unless the body cannot be stopped.
-                let _scope = stoppable
-                    .then(|| cancel::enter(CancelToken::new(Arc::clone(&core), operation)));
-                body(&ctx)
-            })) {
-                Ok(outcome) => outcome,
-                Err(payload) => Err(CpuError::Panicked {
-                    operation,
-                    message: panic_message(payload.as_ref()),
-                }),
-            },
-        };
-        let outcome = match (outcome, ctx.fault) {
-            (Ok(()), Some(fault)) => Err(fault),
-            (outcome, _) => outcome,
-        };
-        device.finish(&core, outcome);
-    }
-
-    fn wait_while_held(&self, core: &Core) {
-        let mut holds = guard(&self.holds);
-        while *holds > 0 && !core.cancel_requested() && !self.is_shut_down() {
-            holds = match self.released.wait_timeout(holds, CANCEL_POLL) {
-                Ok((guard, _)) => guard,
-                Err(poisoned) => poisoned.into_inner().0,
-            };
-        }
-    }
-
-    fn push(&self, item: WorkItem) {
-        let mut state = guard(&self.state);
-        state.items.push_back(item);
-        let sleeping = state.sleeping;
-        drop(state);
-        if sleeping {
-            self.wake.notify_one();
-        }
-    }
-
-    /// Runs `item` on the calling thread when the lane is idle (nothing
-    /// queued, nothing executing) and not held; otherwise hands it back to
-    /// be queued. The lane is busy while it runs, so concurrent submissions
-    /// queue behind it.
-    ///
-    /// A hold taken concurrently with this call may or may not keep the item
-    /// pending, as on the worker (which checks holds once the item started);
-    /// a hold taken before the submission always does.
-    fn try_run_inline(&self, id: u64, device: &CpuDevice, item: WorkItem) -> Result<(), WorkItem> {
-        if *guard(&self.holds) > 0 {
-            return Err(item);
-        }
-        {
-            let mut state = guard(&self.state);
-            if state.shutdown || state.busy || !state.items.is_empty() {
-                return Err(item);
-            }
-            state.busy = true;
-        }
-        let _busy = InlineRun(self);
-        self.execute(id, device, item, true);
-        Ok(())
-    }
-
-    /// Whether work submitted now would run inline and unhindered: nothing
-    /// queued or executing, not shut down, no hold taken, and no fault or
-    /// submission refusal armed. Like a hold, an instrument armed by another
-    /// thread concurrently with a submission may or may not apply to it; one
-    /// armed before the submission always does.
-    fn idle(&self) -> bool {
-        if self.fault_next.load(Ordering::SeqCst)
-            || self.fail_next_submission.load(Ordering::SeqCst)
-            || *guard(&self.holds) > 0
-        {
-            return false;
-        }
-        let state = guard(&self.state);
-        !state.shutdown && !state.busy && state.items.is_empty()
-    }
-
-    /// Ends an inline run: the lane is idle again, and the worker is woken
-    /// when work queued meanwhile.
-    fn end_inline_run(&self) {
-        let mut state = guard(&self.state);
-        state.busy = false;
-        let wake = state.sleeping && !state.items.is_empty();
-        drop(state);
-        if wake {
-            self.wake.notify_one();
-        }
-    }
-
-    fn shutdown(&self) {
-        guard(&self.state).shutdown = true;
-        self.wake.notify_all();
-    }
-}
-
-/// Clears an instrument's flag, saying whether it was set (a plain read
-/// first: the flag is almost never set, and the read is cheaper than a swap).
-fn take_flag(flag: &AtomicBool) -> bool {
-    flag.load(Ordering::SeqCst) && flag.swap(false, Ordering::SeqCst)
-}
-
-/// An inline run in progress; dropping it (even while unwinding from a
-/// panicking destructor of a released value) ends the run.
-struct InlineRun<'a>(&'a Lane);
-
-impl Drop for InlineRun<'_> {
-    fn drop(&mut self) {
-        self.0.end_inline_run();
-    }
-}
-
-fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
-    payload
-        .downcast_ref::<&str>()
-        .map(|s| (*s).to_owned())
-        .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "non-string panic payload".into())
-}
+use crate::sync::rt::Mutex;
+use crate::work::Work;
 
 /// The executor handle's shared part; its drop retires the lane.
 pub(crate) struct ExecShared {
@@ -466,7 +48,7 @@ pub(crate) struct ExecShared {
 
 impl ExecShared {
     fn new(id: u64, device: &CpuDevice, lane: Arc<Lane>) -> Arc<Self> {
-        lane.handles.fetch_add(1, Ordering::SeqCst);
+        lane.attach();
         device.ledger_ref().up(Kind::Executor);
         Arc::new(Self {
             id,
@@ -479,9 +61,7 @@ impl ExecShared {
 
 impl Drop for ExecShared {
     fn drop(&mut self) {
-        if self.lane.handles.fetch_sub(1, Ordering::SeqCst) == 1 {
-            self.lane.shutdown();
-        }
+        self.lane.detach();
         self.device.ledger_ref().down(Kind::Executor);
     }
 }
@@ -543,11 +123,7 @@ impl CpuExecutor {
     /// blocked, like a stream waiting on a host-mapped word) until the returned
     /// guard is released or dropped. Holds nest.
     pub fn hold(&self) -> Hold {
-        *guard(&self.shared.lane.holds) += 1;
-        Hold {
-            lane: Arc::clone(&self.shared.lane),
-            released: false,
-        }
+        self.shared.lane.hold()
     }
 
     /// Fault injection: the next work item that starts on this executor fails.
@@ -556,16 +132,13 @@ impl CpuExecutor {
     /// still live (held, or waiting for peers), so observers see a sticky error
     /// before release (EXC-6, EXC-7).
     pub fn inject_fault(&self) {
-        self.shared.lane.fault_next.store(true, Ordering::SeqCst);
+        self.shared.lane.inject_fault();
     }
 
     /// Fault injection at submission: the next submission call on this executor
     /// returns `Err` (SUB-4).
     pub fn fail_next_submission(&self) {
-        self.shared
-            .lane
-            .fail_next_submission
-            .store(true, Ordering::SeqCst);
+        self.shared.lane.refuse_next_submission();
     }
 
     /// The completion of work with nothing left to do (see the module
@@ -609,7 +182,7 @@ impl CpuExecutor {
         build: impl FnOnce() -> Work,
     ) -> Result<CpuCompletion, CpuError> {
         let device = &self.shared.device;
-        let fail = take_flag(&self.shared.lane.fail_next_submission);
+        let fail = self.shared.lane.take_submission_refusal();
         let refused = CpuError::InjectedFault {
             operation,
             executor: self.shared.id,
@@ -622,19 +195,18 @@ impl CpuExecutor {
         }
         let core = Arc::new(Core::new(retained));
         device.ledger_ref().up(Kind::Pending);
-        let item = WorkItem {
-            core: Arc::clone(&core),
+        let item = WorkItem::new(
+            Arc::clone(&core),
             operation,
-            work: build(),
-            stoppable: kind == WorkKind::Communication
+            build(),
+            kind == WorkKind::Communication
                 || device.personality() != crate::Personality::Unstoppable,
-        };
+        );
         let completion = CpuCompletion::new(core, device.clone(), operation);
         if kind == WorkKind::Communication && device.has(Defect::LazyLaunch) {
-            return Ok(completion.with_lazy_launch(LazyLaunch {
-                lane: Arc::clone(&self.shared.lane),
-                item,
-            }));
+            return Ok(
+                completion.with_lazy_launch(LazyLaunch::new(Arc::clone(&self.shared.lane), item))
+            );
         }
         let item = match dispatch {
             // A refused submission (SUB-4 defect) leaves its work queued.
@@ -679,53 +251,10 @@ pub(crate) enum WorkKind {
     Communication,
 }
 
-/// Work whose queueing is deferred to its first observation (SUM-2 defect).
-pub(crate) struct LazyLaunch {
-    lane: Arc<Lane>,
-    item: WorkItem,
-}
-
-impl LazyLaunch {
-    pub(crate) fn launch(self) {
-        self.lane.push(self.item);
-    }
-}
-
-/// A held executor; see [`CpuExecutor::hold`].
-#[must_use = "dropping a hold releases it at once"]
-pub struct Hold {
-    lane: Arc<Lane>,
-    released: bool,
-}
-
-impl Hold {
-    /// Releases the hold.
-    pub fn release(mut self) {
-        self.release_now();
-    }
-
-    fn release_now(&mut self) {
-        if !self.released {
-            self.released = true;
-            let mut holds = guard(&self.lane.holds);
-            *holds = holds.saturating_sub(1);
-            drop(holds);
-            self.lane.released.notify_all();
-        }
-    }
-}
-
-impl Drop for Hold {
-    fn drop(&mut self) {
-        self.release_now();
-    }
-}
-
-impl std::fmt::Debug for Hold {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Hold")
-            .field("released", &self.released)
-            .finish()
+impl CpuDevice {
+    /// Starts a new executor (worker lane).
+    pub fn executor(&self) -> CpuExecutor {
+        CpuExecutor::spawn(self)
     }
 }
 

@@ -9,33 +9,13 @@ use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use crate::device::CpuDevice;
 use crate::error::CpuError;
-use crate::executor::{WorkCtx, CANCEL_POLL};
-use crate::fabric::{Frame, Span};
+use crate::fabric::{GroupInbox, Span};
+use crate::frame::{Contribution, Frame};
 use crate::ledger::{Kind, Ledger};
 use crate::sync::rt::{AtomicU64, Condvar, Mutex, MutexGuard, OnceLock};
-use crate::tensor::{Element, Values};
-
-/// What one member brings to a collective.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub(crate) struct Contribution {
-    /// The operation the member submitted; members of one collective must agree.
-    pub(crate) operation: &'static str,
-    /// Input values (row-major), shared with the input's storage.
-    pub(crate) values: Values,
-    /// Input shape.
-    pub(crate) shape: Vec<i32>,
-    /// Input element type; members of one collective must agree.
-    pub(crate) element: Element,
-    /// The member's admission ticket: tickets grow with every collective
-    /// admitted on the group in this process, so within one collective they
-    /// order its members by submission (0 for a member in another process).
-    pub(crate) arrival: u64,
-    /// Operation-specific scalars every member must agree on or exchange
-    /// (a root, per-peer counts, a status).
-    pub(crate) meta: Vec<usize>,
-}
+use crate::tensor::Values;
+use crate::work::{WorkCtx, CANCEL_POLL};
 
 /// Every member's contribution to one collective, in member order, plus a
 /// result computed once and shared by members whose outputs are identical.
@@ -114,16 +94,14 @@ fn guard<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl GroupShared {
-    pub(crate) fn new(device: &CpuDevice, size: usize) -> Result<Arc<Self>, CpuError> {
-        Self::with_span(device, size, None)
-    }
-
-    /// A group of `size` members, one per process, of which this process
-    /// holds one; `span` reaches the others.
-    pub(crate) fn with_span(
-        device: &CpuDevice,
+    /// A group of `size` members whose native handles `ledger` counts. For
+    /// a group of one member per process, of which this process holds one,
+    /// `span` reaches the others. `id` numbers the group once it is valid.
+    pub(crate) fn new(
         size: usize,
         span: Option<Span>,
+        ledger: &Arc<Ledger>,
+        id: impl FnOnce() -> u64,
     ) -> Result<Arc<Self>, CpuError> {
         if size == 0 {
             return Err(CpuError::invalid(
@@ -133,9 +111,9 @@ impl GroupShared {
             ));
         }
         Ok(Arc::new(Self {
-            id: device.next_id(),
+            id: id(),
             size,
-            ledger: Arc::clone(device.ledger_ref()),
+            ledger: Arc::clone(ledger),
             recycled: Mutex::new(None),
             admissions: AtomicU64::new(0),
             state: Mutex::new(GroupState {
@@ -319,9 +297,11 @@ impl GroupShared {
             span.to_group(self.size, frame);
         }
     }
+}
 
+impl GroupInbox for GroupShared {
     /// Applies a frame another member's process sent.
-    pub(crate) fn receive(&self, frame: Frame) {
+    fn receive(&self, frame: Frame) {
         let mut state = guard(&self.state);
         match frame {
             Frame::Deposit {
@@ -361,7 +341,7 @@ impl GroupShared {
 
     /// The process of member `peer` died: every collective still waiting
     /// for members fails, naming it.
-    pub(crate) fn peer_lost(&self, peer: usize, reason: &str) {
+    fn peer_lost(&self, peer: usize, reason: &str) {
         guard(&self.state).lost.get_or_insert_with(|| {
             (
                 peer,

@@ -11,30 +11,12 @@ use std::sync::Arc;
 
 use eredu_runtime::CommunicationRouteId;
 
-use crate::device::CpuDevice;
 use crate::error::CpuError;
-use crate::executor::{WorkCtx, CANCEL_POLL};
+use crate::fabric::{Fabric, RouteInbox};
+use crate::frame::Message;
 use crate::ledger::{Kind, Ledger};
 use crate::sync::rt::{Condvar, Mutex, MutexGuard};
-
-/// One value as it travels: header bytes, shape and payload.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Framed {
-    pub(crate) header: Vec<u8>,
-    pub(crate) shape: Vec<i32>,
-    pub(crate) payload: crate::tensor::Values,
-}
-
-/// One native message on a route.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Message {
-    /// Headers and payloads of a whole bundle together (the correct framing).
-    Bundle(Vec<Framed>),
-    /// Headers alone (the P2P-3 defect sends these before the payloads).
-    Headers(Vec<Vec<u8>>),
-    /// Payloads alone, with shapes (the P2P-3 defect).
-    Payloads(Vec<(Vec<i32>, crate::tensor::Values)>),
-}
+use crate::work::{WorkCtx, CANCEL_POLL};
 
 /// What the wire log records of one native message.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -54,7 +36,7 @@ pub(crate) struct RouteShared {
     wire: Mutex<Vec<WireMessage>>,
     /// The fabric and world of a route between processes: the source's
     /// process sends each message to the destination's.
-    span: Option<(Arc<crate::fabric::Fabric>, u64)>,
+    span: Option<(Arc<Fabric>, u64)>,
 }
 
 fn guard<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -69,7 +51,7 @@ impl RouteShared {
         id: CommunicationRouteId,
         source: usize,
         destination: usize,
-        span: Option<(Arc<crate::fabric::Fabric>, u64)>,
+        span: Option<(Arc<Fabric>, u64)>,
     ) -> Arc<Self> {
         Arc::new(Self {
             id,
@@ -82,16 +64,18 @@ impl RouteShared {
         })
     }
 
+    pub(crate) fn endpoints(&self) -> (usize, usize) {
+        (self.source, self.destination)
+    }
+}
+
+impl RouteInbox for RouteShared {
     /// A message from the source's process arrived (routes between
     /// processes): the destination's wire log records it too.
-    pub(crate) fn arrive(&self, message: Message) {
+    fn arrive(&self, message: Message) {
         guard(&self.wire).push(record(&message));
         guard(&self.mailbox).push_back(message);
         self.arrived.notify_all();
-    }
-
-    pub(crate) fn endpoints(&self) -> (usize, usize) {
-        (self.source, self.destination)
     }
 }
 
@@ -190,8 +174,9 @@ impl std::fmt::Debug for CpuRoute {
 }
 
 impl CpuRoute {
-    pub(crate) fn new(device: &CpuDevice, shared: Arc<RouteShared>, is_source: bool) -> Self {
-        let ledger = Arc::clone(device.ledger_ref());
+    /// This rank's endpoint of `shared`, a native handle `ledger` counts.
+    pub(crate) fn new(ledger: &Arc<Ledger>, shared: Arc<RouteShared>, is_source: bool) -> Self {
+        let ledger = Arc::clone(ledger);
         ledger.up(Kind::Route);
         Self {
             end: Arc::new(RouteEnd {

@@ -9,11 +9,12 @@ use super::{reach, Retention};
 use crate::completion::CpuCompletion;
 use crate::defect::Defect;
 use crate::error::CpuError;
-use crate::executor::{CpuExecutor, Dispatch, Work, WorkCtx, WorkKind, CANCEL_POLL};
+use crate::executor::{CpuExecutor, Dispatch, WorkKind};
 use crate::group::CpuGroup;
 use crate::route::CpuRoute;
 use crate::sync::rt::{self, Instant};
 use crate::tensor::{CpuTensor, Storage};
+use crate::work::{Work, WorkCtx, CANCEL_POLL};
 use crate::CpuBackend;
 
 /// Queues evaluation of `values` on `executor`, retaining their storages (RET-1).

@@ -10,9 +10,11 @@ use super::{reach, Retention};
 use crate::completion::CpuCompletion;
 use crate::defect::Defect;
 use crate::error::CpuError;
-use crate::executor::{CpuExecutor, WorkCtx, WorkKind};
-use crate::route::{CpuRoute, Framed, Message, RouteEnd};
+use crate::executor::{CpuExecutor, WorkKind};
+use crate::frame::{Framed, Message};
+use crate::route::{CpuRoute, RouteEnd};
 use crate::tensor::{CpuTensor, Storage};
+use crate::work::{Body, Work, WorkCtx};
 use crate::CpuBackend;
 
 const OP: &str = "send_receive";
@@ -39,7 +41,7 @@ impl PointToPointBackend for CpuBackend {
             .iter()
             .map(|t| (retention.storage(t, retain_inputs), t.dims().to_vec()))
             .collect();
-        let (output, body): (Vec<CpuTensor>, crate::executor::Body) = if route.is_source() {
+        let (output, body): (Vec<CpuTensor>, Body) = if route.is_source() {
             let separate = device.has(Defect::SeparateHeaderMessage);
             let body = Box::new(move |_: &WorkCtx<'_>| {
                 let end = reach(&end, OP, "route")?;
@@ -96,7 +98,7 @@ impl PointToPointBackend for CpuBackend {
         };
         let completion =
             executor.enqueue(OP, WorkKind::Communication, retention.into_vec(), || {
-                crate::executor::Work::local(body)
+                Work::local(body)
             })?;
         Ok(Submission { output, completion })
     }

@@ -1,0 +1,93 @@
+//! Native work as an executor runs it: the body a submission queues, what
+//! ends it when the body never runs, and what a running body can ask of its
+//! executor (cancellation, the injected fault).
+//!
+//! Below every module that runs bodies or blocks inside them (the lanes of
+//! [`crate::lane`], the rendezvous of [`crate::group`], the mailboxes of
+//! [`crate::route`]), which all observe cancellation through [`WorkCtx`].
+
+use std::time::Duration;
+
+use crate::core::Core;
+use crate::error::CpuError;
+
+/// How often blocked native work re-checks a cancellation request.
+pub(crate) const CANCEL_POLL: Duration = Duration::from_millis(1);
+
+/// Native work body. It receives the context of its run and must return
+/// `Err(CpuError::Cancelled)` promptly once [`WorkCtx::cancelled`] is true.
+/// While it runs, the item's cancel token is current on the worker thread
+/// ([`crate::cancel`]), so lazy values it evaluates abort with that error too.
+pub(crate) type Body = Box<dyn FnOnce(&WorkCtx<'_>) -> Result<(), CpuError> + Send>;
+
+/// Called instead of the body when work ends without its body running
+/// (cancelled while queued, abandoned), so a collective can abort its
+/// rendezvous and its peers fail instead of hanging.
+pub(crate) type Abort = Box<dyn FnOnce(&str) + Send>;
+
+/// What a submission queues: its body, and what to do if the body never runs.
+pub(crate) struct Work {
+    pub(crate) body: Body,
+    pub(crate) abort: Option<Abort>,
+}
+
+impl Work {
+    /// Work with nothing to undo if it never runs.
+    pub(crate) fn local(body: Body) -> Self {
+        Self { body, abort: None }
+    }
+}
+
+/// What a running body can ask of its executor.
+pub(crate) struct WorkCtx<'a> {
+    core: &'a Core,
+    operation: &'static str,
+    fault: Option<CpuError>,
+    stoppable: bool,
+}
+
+impl<'a> WorkCtx<'a> {
+    /// The context of one run of `operation`'s body on the work of `core`;
+    /// `fault` is the fault injected into it, if any, and `stoppable` whether
+    /// a `NativeCancel` request stops it.
+    pub(crate) fn new(
+        core: &'a Core,
+        operation: &'static str,
+        fault: Option<CpuError>,
+        stoppable: bool,
+    ) -> Self {
+        Self {
+            core,
+            operation,
+            fault,
+            stoppable,
+        }
+    }
+
+    /// Whether a `NativeCancel` teardown was requested (and stops this body).
+    pub(crate) fn cancelled(&self) -> bool {
+        self.stoppable && self.core.cancel_requested()
+    }
+
+    /// `Err(Cancelled)` once cancellation was requested.
+    pub(crate) fn checkpoint(&self) -> Result<(), CpuError> {
+        if self.cancelled() {
+            Err(CpuError::Cancelled {
+                operation: self.operation,
+            })
+        } else {
+            Ok(())
+        }
+    }
+
+    /// The fault injected into this item, if any. Bodies that rendezvous with
+    /// peers must still abort their rendezvous so peers fail instead of hanging.
+    pub(crate) fn fault(&self) -> Option<&CpuError> {
+        self.fault.as_ref()
+    }
+
+    /// The injected fault, once the body returned.
+    pub(crate) fn into_fault(self) -> Option<CpuError> {
+        self.fault
+    }
+}

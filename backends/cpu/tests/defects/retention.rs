@@ -1,0 +1,114 @@
+//! Scenarios of the retention defects (RET-1 to RET-8): what a completion
+//! keeps alive, and for how long.
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use commcheck_cpu::{CpuBackend, CpuDevice, CpuError};
+use eredu_core::{BoundedCompletion, Submission};
+use eredu_runtime::backend::{CommunicationBackend, SubmissionBackend, SumReductionBackend};
+
+use crate::common::*;
+use crate::support::*;
+
+pub(crate) fn local_work_drops_inputs(d: &CpuDevice) -> bool {
+    let e = d.executor();
+    let t = tensor(d, &[1.0; 4], &[4]);
+    let id = t.storage_id();
+    let hold = e.hold();
+    let sub = CpuBackend::submit_local_dependencies([&t], &e).unwrap();
+    drop(t);
+    let freed = !d.storage_live(id);
+    drop(hold);
+    let _ = finish(sub.completion);
+    freed
+}
+
+pub(crate) fn executor_not_retained(d: &CpuDevice) -> bool {
+    let e = d.executor();
+    let t = tensor(d, &[1.0], &[1]);
+    let hold = e.hold();
+    let sub = CpuBackend::submit_local_dependencies([&t], &e).unwrap();
+    drop(e);
+    drop(hold);
+    matches!(finish(sub.completion), Err(CpuError::ExecutorGone { .. }))
+}
+
+pub(crate) fn collective_drops_resources(d: &CpuDevice) -> bool {
+    let e = d.executor();
+    let group = single(d);
+    let t = tensor(d, &[1.0, 2.0], &[2]);
+    let id = t.storage_id();
+    let hold = e.hold();
+    let sub = CpuBackend::all_reduce_sum(t, &group, &e).unwrap();
+    drop(group);
+    let dropped = !d.storage_live(id) || d.ledger().groups == 0;
+    drop(hold);
+    let _ = finish(sub.completion);
+    dropped
+}
+
+pub(crate) fn drop_releases_pending(d: &CpuDevice) -> bool {
+    let e = d.executor();
+    let t = tensor(d, &[1.0], &[1]);
+    let id = t.storage_id();
+    let hold = e.hold();
+    let sub = CpuBackend::submit_local_dependencies([&t], &e).unwrap();
+    drop((t, sub));
+    let freed = !d.storage_live(id);
+    drop(hold);
+    eventually_within(BOUND, || d.ledger().pending_work == 0);
+    freed
+}
+
+pub(crate) fn output_not_retained(d: &CpuDevice) -> bool {
+    let e = d.executor();
+    let group = single(d);
+    let hold = e.hold();
+    let Submission { output, completion } =
+        CpuBackend::all_reduce_sum(tensor(d, &[1.0], &[1]), &group, &e).unwrap();
+    let id = output.storage_id();
+    drop(output);
+    let freed = !d.storage_live(id);
+    drop(hold);
+    let _ = finish(completion);
+    freed
+}
+
+pub(crate) fn retain_drops_early(d: &CpuDevice) -> bool {
+    let e = d.executor();
+    let hold = e.hold();
+    let c = CpuBackend::submit(&e, []).unwrap();
+    let (flag, dropped) = DropFlag::new();
+    CpuBackend::retain_until_complete(&e, &c, flag).unwrap();
+    let early = dropped.load(Ordering::SeqCst);
+    drop(hold);
+    let _ = finish(c);
+    early
+}
+
+pub(crate) fn leak_retained(d: &CpuDevice) -> bool {
+    let e = d.executor();
+    let t = tensor(d, &[1.0], &[1]);
+    let id = t.storage_id();
+    let sub = CpuBackend::submit_local_dependencies([&t], &e).unwrap();
+    let _ = finish(sub.completion);
+    drop(t);
+    !eventually_within(SHORT, || !d.storage_live(id))
+}
+
+pub(crate) fn local_deps_fence_group(d: &CpuDevice) -> bool {
+    let e = d.executor();
+    let group = single(d);
+    let first = CpuBackend::all_reduce_sum(tensor(d, &[1.0], &[1]), &group, &e).unwrap();
+    let _ = finish(first.completion);
+    let hold = e.hold();
+    let t = tensor(d, &[1.0], &[1]);
+    let deps = CpuBackend::submit_local_dependencies([&t], &e).unwrap();
+    let _ = deps
+        .completion
+        .wait_bounded(policy(Duration::from_millis(1), NATIVE));
+    drop(hold);
+    let second = CpuBackend::all_reduce_sum(tensor(d, &[2.0], &[1]), &group, &e).unwrap();
+    output(second) != Some(vec![2.0])
+}
