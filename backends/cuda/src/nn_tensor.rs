@@ -176,153 +176,30 @@ impl Tensor for CudaTensor {
         run().map_err(Error::backend)
     }
 
-    fn divide(&self, rhs: &Self, context: &Self::Context) -> Result<Self, Error> {
-        Err(not_provided("divide"))
-    }
-
-    fn square(&self, context: &Self::Context) -> Result<Self, Error> {
-        Err(not_provided("square"))
-    }
-
-    fn maximum_scalar(&self, rhs: f32, context: &Self::Context) -> Result<Self, Error> {
-        Err(not_provided("maximum_scalar"))
-    }
-
-    fn transpose_axes(&self, axes: &[i32], context: &Self::Context) -> Result<Self, Error> {
-        Err(not_provided("transpose_axes"))
-    }
-
-    fn swap_axes(&self, left: i32, right: i32, context: &Self::Context) -> Result<Self, Error> {
-        Err(not_provided("swap_axes"))
-    }
-
-    fn transpose(&self, context: &Self::Context) -> Result<Self, Error> {
-        Err(not_provided("transpose"))
-    }
-
-    fn expand_dims(&self, axis: i32, context: &Self::Context) -> Result<Self, Error> {
-        Err(not_provided("expand_dims"))
-    }
-
-    fn squeeze_axes(&self, axes: &[i32], context: &Self::Context) -> Result<Self, Error> {
-        Err(not_provided("squeeze_axes"))
-    }
-
-    fn index(&self, indexes: &[Index], context: &Self::Context) -> Result<Self, Error> {
-        Err(not_provided("index"))
-    }
-
-    fn take_axis(&self, indexes: &Self, axis: i32, context: &Self::Context) -> Result<Self, Error> {
-        Err(not_provided("take_axis"))
-    }
-
-    fn concatenate(values: &[Self], axis: i32, context: &Self::Context) -> Result<Self, Error> {
-        Err(not_provided("concatenate"))
-    }
-
-    fn stack(values: &[Self], axis: i32, context: &Self::Context) -> Result<Self, Error> {
-        Err(not_provided("stack"))
-    }
-
-    fn sum_axis(
-        value: &Self,
-        axis: i32,
-        keep_dims: bool,
-        context: &Self::Context,
-    ) -> Result<Self, Error> {
-        Err(not_provided("sum_axis"))
-    }
-
-    fn argmin_axis(
-        value: &Self,
-        axis: i32,
-        keep_dims: bool,
-        context: &Self::Context,
-    ) -> Result<Self, Error> {
-        Err(not_provided("argmin_axis"))
-    }
-
-    fn pad(
-        value: &Self,
-        widths: &[(i32, i32)],
-        mode: PadMode,
-        context: &Self::Context,
-    ) -> Result<Self, Error> {
-        Err(not_provided("pad"))
-    }
-
-    fn conv1d(
-        input: &Self,
-        weight: &Self,
-        stride: i32,
-        padding: i32,
-        dilation: i32,
-        groups: i32,
-        context: &Self::Context,
-    ) -> Result<Self, Error> {
-        Err(not_provided("conv1d"))
-    }
-
-    fn conv_transpose1d(
-        input: &Self,
-        weight: &Self,
-        stride: i32,
-        padding: i32,
-        dilation: i32,
-        output_padding: i32,
-        groups: i32,
-        context: &Self::Context,
-    ) -> Result<Self, Error> {
-        Err(not_provided("conv_transpose1d"))
-    }
-
-    fn linear(
-        input: &Self,
-        weight: &Self,
-        bias: Option<&Self>,
-        context: &Self::Context,
-    ) -> Result<Self, Error> {
-        Err(not_provided("linear"))
-    }
-
-    fn layer_norm(
-        input: &Self,
-        weight: Option<&Self>,
-        bias: Option<&Self>,
-        epsilon: f32,
-        context: &Self::Context,
-    ) -> Result<Self, Error> {
-        Err(not_provided("layer_norm"))
-    }
-
-    fn gelu(input: &Self, context: &Self::Context) -> Result<Self, Error> {
-        Err(not_provided("gelu"))
-    }
-
-    fn elu(input: &Self, alpha: f32, context: &Self::Context) -> Result<Self, Error> {
-        Err(not_provided("elu"))
-    }
-
-    fn rope(
-        input: &Self,
-        dimensions: i32,
-        traditional: bool,
-        base: f32,
-        scale: f32,
-        offset: i32,
-        context: &Self::Context,
-    ) -> Result<Self, Error> {
-        Err(not_provided("rope"))
-    }
-
-    fn scaled_dot_product_attention(
-        queries: &Self,
-        keys: &Self,
-        values: &Self,
-        scale: f32,
-        mask: AttentionMask<'_, Self>,
-        context: &Self::Context,
-    ) -> Result<Self, Error> {
-        Err(not_provided("scaled_dot_product_attention"))
+    commcheck_not_provided::tensor_not_provided! {
+        error: not_provided;
+        divide,
+        square,
+        maximum_scalar,
+        transpose_axes,
+        swap_axes,
+        transpose,
+        expand_dims,
+        squeeze_axes,
+        index,
+        take_axis,
+        concatenate,
+        stack,
+        sum_axis,
+        argmin_axis,
+        pad,
+        conv1d,
+        conv_transpose1d,
+        linear,
+        layer_norm,
+        gelu,
+        elu,
+        rope,
+        scaled_dot_product_attention,
     }
 }
