@@ -146,8 +146,9 @@ pub(crate) fn late_peer<H: Harness>(
     }
 }
 
-/// Ends rank 1's work: rounds rank 0 completed finish promptly; abandoned
-/// ones are torn down at once.
+/// Ends rank 1's work: rounds rank 0 completed finish promptly (within the
+/// scheduler's grace for `slack::RELEASE`); abandoned ones are torn down at
+/// once.
 fn tear_down<H: Harness>(
     ctx: &RankCtx<'_, H>,
     scheduler: &dyn Scheduler,
@@ -155,11 +156,14 @@ fn tear_down<H: Harness>(
     joined: Vec<(usize, Handle<H>)>,
 ) {
     for (round, completion) in joined {
-        let abandoned = plan.abandoned(round);
-        let timeout = if abandoned {
-            ABANDONED
+        let timeout = if plan.abandoned(round) {
+            Some(ABANDONED)
         } else {
             scheduler.grace(slack::RELEASE)
+        };
+        let Some(timeout) = timeout else {
+            let _ = completion.wait();
+            continue;
         };
         if let Ok(policy) = BoundedCompletionWait::new(timeout, teardown_mode::<H>()) {
             let _ = completion.wait_bounded(ctx, policy);

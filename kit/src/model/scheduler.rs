@@ -53,14 +53,15 @@ pub trait Scheduler: Send + Sync + 'static {
     /// A new condition the ranks can block on.
     fn event(&self) -> Box<dyn Event>;
 
-    /// How long to give work that a correct backend finishes, before giving
+    /// How long to give work that a correct backend finishes before giving
     /// up on it, where the model allows it `allowance` of the wall clock
-    /// (the late peer's teardown of the rounds rank 0 completed). Default:
-    /// `allowance`. A scheduler whose clock is virtual, where any deadline
-    /// passes as soon as its waiter is scheduled before the work, and that
-    /// reports hangs itself, answers `Duration::MAX` (wait without bound).
-    fn grace(&self, allowance: Duration) -> Duration {
-        allowance
+    /// (the late peer's teardown of the rounds rank 0 completed); `None`:
+    /// wait for it without bound (a plain `wait()`). Default:
+    /// `Some(allowance)`. A scheduler whose clock is virtual (any deadline
+    /// passes as soon as its waiter is scheduled before the work) and that
+    /// reports hangs itself answers `None`.
+    fn grace(&self, allowance: Duration) -> Option<Duration> {
+        Some(allowance)
     }
 
     /// Rank 0 is at `progress` (a step, or the final drain): a scheduler that
