@@ -152,8 +152,9 @@ pub const MAX_STEPS: usize = 200_000;
 /// Runs `body` under `strategy` for `iterations` executions from `seed`;
 /// the first failing execution, if any. A failure's message starts with the
 /// SPEC ID it violates: the body's own checks name theirs; a deadlock or a
-/// livelock that shuttle detects is blamed on what rank 0 was doing (see
-/// [`world::hang_hint`]), as the kit's watchdog blames a hang.
+/// livelock that shuttle detects is blamed on what rank 0 was doing (the
+/// kit's hint for its step, `commcheck::model::Progress`), as the kit's
+/// watchdog blames a hang.
 pub fn explore<F>(
     strategy: Strategy,
     seed: u64,

@@ -17,13 +17,16 @@
 //!     cargo test -p commcheck-shuttle-tests --release -- --nocapture
 //! ```
 //!
-//! - `world`: the workload. Sequences come from the kit's own strategy
-//!   (`commcheck::model::sequence_strategy`), and are replayed against the
-//!   backend on shuttle threads with a compact reference model: rank 0 runs
-//!   the sequence, rank 1 is the late peer, and every breach panics with the
-//!   SPEC ID it violates. (`commcheck::model::check_sequence` itself runs
-//!   its ranks and watchdog on `std` threads, which shuttle cannot
-//!   schedule.)
+//! - `world`: the workload, which is the kit's own sequence model. Sequences
+//!   come from the kit's strategy (`commcheck::model::sequence_strategy`) and
+//!   run through `commcheck::model::check_sequence_on`, the same model,
+//!   checks and divergences as `commcheck::model::check_sequence`, on the
+//!   kit's `Scheduler` implemented with shuttle's threads, condition
+//!   variables and virtual clock (`world::Shuttle`): rank 0 runs the
+//!   sequence, rank 1 is the late peer, and a divergence panics with the
+//!   SPEC ID it violates. This crate keeps no model of its own: only that
+//!   scheduler, the harness of the CPU backend on a device of choice
+//!   (`harness`: a device, its group, its routes) and the driver below.
 //! - `explore`: runs a workload under `RandomScheduler` or `PctScheduler`
 //!   with fixed seeds (what `shuttle::check_random` and `shuttle::check_pct`
 //!   do, with a seed), counts executions, scheduling decisions and distinct
@@ -45,4 +48,5 @@
 #![cfg(commcheck_shuttle)]
 
 pub mod explore;
+pub mod harness;
 pub mod world;

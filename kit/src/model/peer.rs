@@ -2,78 +2,25 @@
 //!
 //! This is the completion matrix's late-peer protocol (`matrix::late_peer_rounds`:
 //! rounds in order, each joined only when the subject releases it) extended
-//! to a sequence that mixes operations: the release signal names the driver
+//! to a sequence that mixes operations: rank 0's [`Plan`] names the driver
 //! (by claim order) rank 1 must submit, and a round rank 0 gave up on
 //! (natively cancelled, or after the group was poisoned) is *skipped*, so the
 //! peer never joins work nobody will meet. Rank 1's own outcomes are not
-//! under test; it only tears its work down when rank 0 is done.
+//! under test, except the sender's wire log of a transfer it joined (P2P-3);
+//! it only tears its work down when rank 0 is done. It waits, sleeps and
+//! polls through the sequence's [`Scheduler`].
 
-use std::sync::Mutex;
 use std::time::Duration;
 
 use eredu_core::{BoundedCompletion, BoundedCompletionWait, CompletionCancellationMode};
 
 use super::op::Work;
+use super::plan::{Plan, Told};
+use super::scheduler::Scheduler;
 use crate::check::{slack, Check, Finding};
 use crate::harness::{CommCompletion, Harness};
 use crate::matrix::{Driver, Handle};
 use crate::world::RankCtx;
-
-/// What rank 0 tells rank 1 about each round beyond its signals: the work
-/// to submit (its parameters) and how late to join. Written before the
-/// round's join signal is raised.
-#[derive(Debug, Default)]
-pub(crate) struct Plan {
-    rounds: Mutex<Vec<Option<Planned>>>,
-    /// What rank 1 saw go wrong on its side of a round (the SPEC ID and a
-    /// message): read by rank 0 once rank 1 finished.
-    violations: Mutex<Vec<(&'static str, String)>>,
-}
-
-/// One round's plan.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Planned {
-    pub(crate) work: Work,
-    pub(crate) delay: Duration,
-}
-
-impl Plan {
-    fn rounds(&self) -> std::sync::MutexGuard<'_, Vec<Option<Planned>>> {
-        super::lock(&self.rounds)
-    }
-
-    /// Rank 1 is to submit `work` in `round`.
-    pub(crate) fn set(&self, round: usize, work: Work) {
-        let mut rounds = self.rounds();
-        if rounds.len() <= round {
-            rounds.resize(round + 1, None);
-        }
-        rounds[round] = Some(Planned {
-            work,
-            delay: Duration::ZERO,
-        });
-    }
-
-    /// Rank 1 joins `round` `delay` after it is told to.
-    pub(crate) fn delay(&self, round: usize, delay: Duration) {
-        if let Some(Some(planned)) = self.rounds().get_mut(round) {
-            planned.delay = delay;
-        }
-    }
-
-    fn get(&self, round: usize) -> Option<Planned> {
-        self.rounds().get(round).copied().flatten()
-    }
-
-    fn violation(&self, id: &'static str, message: String) {
-        super::lock(&self.violations).push((id, message));
-    }
-
-    /// The first violation rank 1 saw.
-    pub(crate) fn first_violation(&self) -> Option<(&'static str, String)> {
-        super::lock(&self.violations).first().cloned()
-    }
-}
 
 /// How long rank 1 waits for its send to complete before reading its wire
 /// log (a send that takes longer is not checked).
@@ -101,40 +48,19 @@ fn ended<H: Harness>(ctx: &RankCtx<'_, H>, completion: &Handle<H>) -> Option<boo
 /// [`ended`], polled for up to `limit`.
 fn ended_within<H: Harness>(
     ctx: &RankCtx<'_, H>,
+    scheduler: &dyn Scheduler,
     completion: &Handle<H>,
     limit: Duration,
 ) -> Option<bool> {
-    let start = std::time::Instant::now();
+    let start = scheduler.now();
     loop {
         match ended(ctx, completion) {
             Some(ended) => return Some(ended),
-            None if start.elapsed() >= limit => return None,
-            None => crate::world::pause(Duration::from_micros(50)),
+            None if scheduler.now().saturating_sub(start) >= limit => return None,
+            None => scheduler.sleep(Duration::from_micros(50)),
         }
     }
 }
-
-/// Rank 1 submits its side of `round` with driver `driver`.
-pub(crate) fn join(round: usize, driver: usize) -> String {
-    format!("commcheck-model-round-{round}-join-{driver}")
-}
-
-/// Rank 1 never joins `round`.
-pub(crate) fn skip(round: usize) -> String {
-    format!("commcheck-model-round-{round}-skip")
-}
-
-/// Rank 0 gave up on `round` after rank 1 may have joined it: rank 1 tears
-/// its side down at once instead of waiting for it.
-pub(crate) fn abandon(round: usize) -> String {
-    format!("commcheck-model-round-{round}-abandon")
-}
-
-/// Rank 0 has released or skipped every round it will ever use.
-pub(crate) const DONE: &str = "commcheck-model-done";
-
-/// Rank 1 has torn down and dropped all of its work.
-pub(crate) const FINISHED: &str = "commcheck-model-peer-finished";
 
 /// How long rank 1 waits for a round's fate before giving up.
 const IDLE: Duration = Duration::from_secs(60);
@@ -154,23 +80,23 @@ pub(crate) fn teardown_mode<H: Harness>() -> CompletionCancellationMode {
 }
 
 /// Rank 1's script: join each round when told, in order, until rank 0 is done.
-pub(crate) fn late_peer<H: Harness>(ctx: &RankCtx<'_, H>, plan: &Plan) -> Check {
+pub(crate) fn late_peer<H: Harness>(
+    ctx: &RankCtx<'_, H>,
+    scheduler: &dyn Scheduler,
+    plan: &Plan,
+) -> Check {
     let claims = ctx.harness().claims();
     let drivers: Vec<Driver<H>> = claims.drivers();
     let mut joined: Vec<(usize, Handle<H>)> = Vec::new();
     let mut failures: Vec<String> = Vec::new();
     for round in 0.. {
-        let mut names = vec![skip(round)];
-        names.extend((0..drivers.len()).map(|driver| join(round, driver)));
-        names.push(DONE.to_owned());
-        let refs: Vec<&str> = names.iter().map(String::as_str).collect();
-        match ctx.await_any_signal(&refs, IDLE) {
-            Some(0) => {}
-            Some(index) if index <= drivers.len() => {
+        match plan.next(round, IDLE) {
+            Some(Told::Skip) => {}
+            Some(Told::Join(driver)) if driver < drivers.len() => {
                 let planned = plan.get(round);
                 let delay = planned.map_or(Duration::ZERO, |p| p.delay);
                 if !delay.is_zero() {
-                    crate::world::pause(delay);
+                    scheduler.sleep(delay);
                 }
                 let varied =
                     planned.and_then(|p| Some((p.work, claims.varied(p.work.operation()?)?.1)));
@@ -180,7 +106,7 @@ pub(crate) fn late_peer<H: Harness>(ctx: &RankCtx<'_, H>, plan: &Plan) -> Check 
                 let submitted = match varied {
                     Some((work, vary)) => vary(ctx, ctx.executor(), work),
                     None => {
-                        (drivers[index - 1].submit)(ctx, ctx.executor(), crate::matrix::Load::Light)
+                        (drivers[driver].submit)(ctx, ctx.executor(), crate::matrix::Load::Light)
                     }
                 };
                 let sends =
@@ -190,7 +116,7 @@ pub(crate) fn late_peer<H: Harness>(ctx: &RankCtx<'_, H>, plan: &Plan) -> Check 
                         let check = submitted.verify.take();
                         if let (true, Some(check)) = (sends, check) {
                             if quiet
-                                && ended_within(ctx, &submitted.completion, SEND_SETTLES)
+                                && ended_within(ctx, scheduler, &submitted.completion, SEND_SETTLES)
                                     == Some(true)
                             {
                                 if let Err(Finding::Violation(message)) = check(ctx) {
@@ -208,8 +134,8 @@ pub(crate) fn late_peer<H: Harness>(ctx: &RankCtx<'_, H>, plan: &Plan) -> Check 
             _ => break,
         }
     }
-    tear_down(ctx, joined);
-    ctx.signal(FINISHED);
+    tear_down(ctx, scheduler, plan, joined);
+    plan.finish();
     if failures.is_empty() {
         Ok(())
     } else {
@@ -220,12 +146,25 @@ pub(crate) fn late_peer<H: Harness>(ctx: &RankCtx<'_, H>, plan: &Plan) -> Check 
     }
 }
 
-/// Ends rank 1's work: rounds rank 0 completed finish promptly; abandoned
-/// ones are torn down at once.
-fn tear_down<H: Harness>(ctx: &RankCtx<'_, H>, joined: Vec<(usize, Handle<H>)>) {
+/// Ends rank 1's work: rounds rank 0 completed finish promptly (within the
+/// scheduler's grace for `slack::RELEASE`); abandoned ones are torn down at
+/// once.
+fn tear_down<H: Harness>(
+    ctx: &RankCtx<'_, H>,
+    scheduler: &dyn Scheduler,
+    plan: &Plan,
+    joined: Vec<(usize, Handle<H>)>,
+) {
     for (round, completion) in joined {
-        let abandoned = ctx.await_signal(&abandon(round), Duration::ZERO);
-        let timeout = if abandoned { ABANDONED } else { slack::RELEASE };
+        let timeout = if plan.abandoned(round) {
+            Some(ABANDONED)
+        } else {
+            scheduler.grace(slack::RELEASE)
+        };
+        let Some(timeout) = timeout else {
+            let _ = completion.wait();
+            continue;
+        };
         if let Ok(policy) = BoundedCompletionWait::new(timeout, teardown_mode::<H>()) {
             let _ = completion.wait_bounded(ctx, policy);
         }

@@ -78,6 +78,32 @@ pub struct RankCtx<'w, H: Harness> {
 }
 
 impl<'w, H: Harness> RankCtx<'w, H> {
+    /// Rank `index` of a world of `size` ranks whose threads another
+    /// scheduler runs, outside [`run_ranks`](super::run_ranks) (the sequence
+    /// model's `crate::model::check_sequence_on`): no watchdog watches it.
+    pub(crate) fn unwatched(
+        harness: &'w H,
+        rank: H::Rank,
+        index: usize,
+        size: usize,
+        signals: &'w Signals,
+        journal: &'w Journal,
+    ) -> Self {
+        Self {
+            harness,
+            rank,
+            index,
+            size,
+            signals,
+            journal,
+            seed: 0,
+            attempt: 0,
+            rounds: std::cell::Cell::new(0),
+            fenced: std::cell::Cell::new(false),
+            dtype: std::cell::Cell::new(Dtype::F32),
+        }
+    }
+
     /// This rank's index.
     pub fn rank(&self) -> usize {
         self.index

@@ -1,0 +1,80 @@
+//! What a sequence run returns and how it runs: [`Options`], the [`Stats`]
+//! of a sequence that matched the model, and the first [`Divergence`] (the
+//! step, its operation and the SPEC ID violated) of one that did not.
+
+use std::time::Duration;
+
+use super::op::Op;
+use crate::harness::Instruments;
+
+/// How [`check_sequence_with`](super::check_sequence_with) runs a sequence.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Options {
+    /// Watchdog of the whole sequence: a hang (a `wait` that never returns)
+    /// becomes a divergence at the step that hung. Under
+    /// [`check_sequence_on`](super::check_sequence_on), whose scheduler
+    /// answers for hangs, it bounds only the wait for both ranks' state.
+    pub limit: Duration,
+    /// Pause after each submission and release, giving work time to start
+    /// (and wrongly complete, or publish an injected fault) before the next
+    /// observation. Zero (the default) keeps the hot path free of sleeps: the
+    /// per-step checks still catch whatever happened by then, and long random
+    /// runs catch the rest; a small value (1 ms) makes timing-window defects
+    /// show deterministically, which keeps their shrinking stable.
+    pub settle: Duration,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            limit: Duration::from_secs(30),
+            settle: Duration::ZERO,
+        }
+    }
+}
+
+/// What a sequence that matched the model did, and what it could check.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Operations that acted on the backend.
+    pub executed: usize,
+    /// Operations the model could not follow in their state, skipped.
+    pub skipped: usize,
+    /// Submissions made.
+    pub submissions: usize,
+    /// The instruments the harness provided. Checks that need a missing one
+    /// (probes: retention; observer: work state; ledger: the final drain;
+    /// hold: pending local work; fault: error paths) did not run, so an `Ok`
+    /// vouches only for what these allowed to be observed.
+    pub instruments: Instruments,
+}
+
+/// The first disagreement between the backend and the model.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Divergence {
+    /// Index of the step in the sequence; the sequence's length for the
+    /// final drain.
+    pub step: usize,
+    /// The operation of that step (`None` for the final drain or the world).
+    pub op: Option<Op>,
+    /// The SPEC ID violated; `None` when the harness (not the backend)
+    /// failed, or a hang or crash could not be attributed.
+    pub id: Option<&'static str>,
+    /// What was expected and what happened.
+    pub message: String,
+}
+
+impl std::fmt::Display for Divergence {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.op {
+            Some(op) => write!(f, "step {} ({op}): ", self.step)?,
+            None => write!(f, "step {} (final drain): ", self.step)?,
+        }
+        match self.id {
+            Some(id) => write!(f, "{id}: {}", self.message),
+            None => write!(f, "{}", self.message),
+        }
+    }
+}
+
+impl std::error::Error for Divergence {}
