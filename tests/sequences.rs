@@ -14,8 +14,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use commcheck::model::{
-    check_sequence, check_sequence_with, sequence_strategy, Divergence, Header, Mode, Op, Options,
-    Sequence, Stats, Timeout, Work,
+    check_sequence, check_sequence_on, check_sequence_with, sequence_strategy, Divergence, Header,
+    Mode, Op, Options, Sequence, Stats, StdThreads, Timeout, Work,
 };
 use commcheck::Instruments;
 use commcheck_cpu::Defect;
@@ -181,6 +181,50 @@ fn random_sequences_match_the_model() {
         }
     }
     assert!(total.executed > 0);
+}
+
+/// The model is the same on any scheduler: driven through
+/// [`check_sequence_on`] with plain `std` threads ([`StdThreads`], what the
+/// shuttle tests replace with shuttle's), random sequences on the correct
+/// backend match it, and a defect's minimal failing sequence diverges on
+/// the same ID as in the kit's own world.
+#[test]
+fn the_model_runs_on_any_scheduler() {
+    let seed = seed();
+    let strategy = sequence_strategy(24);
+    let mut runner = runner(32, seed);
+    for _ in 0..32 {
+        let sequence = strategy
+            .new_tree(&mut runner)
+            .expect("a sequence")
+            .current();
+        if let Err(divergence) = check_sequence_on(
+            Arc::new(StdThreads),
+            Arc::new(CpuHarness::new()),
+            &sequence,
+            Options::default(),
+        ) {
+            panic!(
+                "seed {seed}: the correct backend diverged on StdThreads: {divergence}\n{sequence}"
+            );
+        }
+    }
+    let defect = Defect::LocalWorkDropsInputs;
+    let (sequence, divergence) = shrunk_failure(defect, 1024);
+    let on_threads = (0..5).find_map(|_| {
+        check_sequence_on(
+            Arc::new(StdThreads),
+            Arc::new(CpuHarness::with_defect(defect)),
+            &sequence,
+            MUTANT_OPTIONS,
+        )
+        .err()
+    });
+    assert_eq!(
+        on_threads.as_ref().map(|d| d.id),
+        Some(divergence.id),
+        "{defect}: {sequence}\nkit world: {divergence}\nStdThreads: {on_threads:?}"
+    );
 }
 
 /// Mutant searches let work start after each submission and release, so
