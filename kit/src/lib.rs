@@ -77,6 +77,13 @@
 //! libfuzzer_sys::fuzz_target!(|data: &[u8]| commcheck::fuzz::run(&Minimal, data));
 //! ```
 //!
+//! A backend whose crate does not export the types its traits name (a
+//! group or route type in a private module) is described through the kit's
+//! aliases, which name each one from the harness:
+//! [`harness::Group<MyHarness>`](harness::Group), [`harness::Route`],
+//! [`harness::Executor`], [`harness::Tensor`], [`harness::TensorContext`],
+//! [`harness::CommCompletion`].
+//!
 //! A backend with one rank per process runs the same cases under `mpirun`
 //! (the `mpi` feature): [`processes::main_across`] instead of [`main()`], each
 //! process building only its own rank; see [`processes`].

@@ -259,6 +259,9 @@ pub trait Harness: Send + Sync + Sized + 'static {
     ///   must realise its routes ahead of time (in a manifest, when the world
     ///   is built) can realise that many per ordered pair of ranks.
     /// - A new world starts with no routes: ids are reused across worlds.
+    /// - Routes are asked for in worlds of two or more ranks only: a harness
+    ///   that builds one-rank worlds alone (`WorldSizes::UpTo(1)`) is never
+    ///   asked, and may answer with an error.
     fn route(
         &self,
         rank: &Self::Rank,
