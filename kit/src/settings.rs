@@ -7,7 +7,7 @@
 //! |---|---|---|
 //! | `COMMCHECK_CASE_TIMEOUT_MS` | per-case watchdog (how long no rank may make progress), whole milliseconds from 100 to 3 600 000 | 20 000 |
 //! | `COMMCHECK_SEED` | base seed, a decimal `u64` (replays a run: the seed is in every result file) | under nextest, derived from `NEXTEST_RUN_ID` (one seed for the run's processes); else from the clock; recorded |
-//! | `COMMCHECK_JOBS` | cases run at once, 1 to 256: by [`crate::run_cases`] and `commcheck-report certify`, and by a vendor's `cargo test` unless `--test-threads` is given | 2 (`cargo test`: libtest's default, one per CPU) |
+//! | `COMMCHECK_JOBS` | cases run at once, 1 to 256: by [`crate::run_cases`] and `commcheck-report certify`, and by a vendor's `cargo test` unless `--test-threads` is given | `run_cases`/`certify`: as many as the machine has room for (one per CPU, and more, up to 16, while the CPUs are idle: most cases wait); `cargo test`: libtest's default, one per CPU |
 //! | `COMMCHECK_ISOLATION` | `thread` (cases in this process) or `process` (each case in a child process: aborts and segfaults become `crash`) | `thread` |
 //! | `COMMCHECK_RESULTS_DIR` | the results directory: one record per case, merged by `commcheck-report report` (see [`crate::runner::records`]) | `commcheck/<backend>` in cargo's target directory |
 //! | `COMMCHECK_RESULTS` | also write this process's whole run to this JSON file (for tools that merge launches) | not written |
@@ -23,7 +23,7 @@
 //!         vars.iter().find(|(key, _)| *key == name).map(|(_, value)| value.to_string())
 //!     })
 //! };
-//! assert_eq!(read(&[("COMMCHECK_JOBS", "4")]).unwrap().jobs, 4);
+//! assert_eq!(read(&[("COMMCHECK_JOBS", "4")]).unwrap().jobs, Some(4));
 //! let error = read(&[("COMMCHECK_CASE_TIMEOUT_MS", "abc")]).unwrap_err();
 //! assert!(matches!(error, SettingsError::Invalid { variable: "COMMCHECK_CASE_TIMEOUT_MS", .. }));
 //! assert!(error.to_string().contains("100 to 3600000"));
@@ -48,8 +48,9 @@ pub struct Settings {
     pub case_timeout: Duration,
     /// Base seed (`COMMCHECK_SEED`); `None`: one is taken from the clock.
     pub seed: Option<u64>,
-    /// Cases run at once by [`crate::run_cases`] (`COMMCHECK_JOBS`).
-    pub jobs: usize,
+    /// Cases run at once by [`crate::run_cases`] (`COMMCHECK_JOBS`); `None`
+    /// when unset: as many as the machine has room for.
+    pub jobs: Option<usize>,
     /// Where cases run (`COMMCHECK_ISOLATION`).
     pub isolation: Isolation,
     /// The whole-run result file (`COMMCHECK_RESULTS`); `None`: none.
@@ -93,7 +94,8 @@ const TIMEOUT_EXPECTED: &str = "whole milliseconds from 100 to 3600000 (default 
 const SEED: &str = "COMMCHECK_SEED";
 const SEED_EXPECTED: &str = "a decimal integer from 0 to 18446744073709551615";
 const JOBS: &str = "COMMCHECK_JOBS";
-const JOBS_EXPECTED: &str = "a whole number of cases from 1 to 256 (default 2)";
+const JOBS_EXPECTED: &str =
+    "a whole number of cases from 1 to 256 (default: as many as the machine has room for)";
 const ISOLATION: &str = "COMMCHECK_ISOLATION";
 const ISOLATION_EXPECTED: &str = "`thread` (the default) or `process`";
 const GRACE: &str = "COMMCHECK_GRACE_MS";
@@ -162,12 +164,13 @@ impl Settings {
             ),
         };
         let jobs = match value(JOBS) {
-            None => 2,
-            Some(text) => text
-                .parse::<usize>()
-                .ok()
-                .filter(|jobs| (1..=256).contains(jobs))
-                .ok_or_else(|| invalid(JOBS, text, JOBS_EXPECTED))?,
+            None => None,
+            Some(text) => Some(
+                text.parse::<usize>()
+                    .ok()
+                    .filter(|jobs| (1..=256).contains(jobs))
+                    .ok_or_else(|| invalid(JOBS, text, JOBS_EXPECTED))?,
+            ),
         };
         let isolation = match value(ISOLATION).as_deref() {
             None | Some("thread") => Isolation::Thread,
@@ -242,12 +245,12 @@ mod tests {
         let settings = read(&[]).unwrap();
         assert_eq!(settings.case_timeout, Duration::from_secs(20));
         assert_eq!(settings.seed, None);
-        assert_eq!(settings.jobs, 2);
+        assert_eq!(settings.jobs, None);
         assert_eq!(settings.isolation, Isolation::Thread);
         assert_eq!(settings.results, None);
         assert_eq!(settings.results_dir, None);
         assert_eq!(settings.grace, Duration::from_secs(10));
-        assert_eq!(read(&[(JOBS, "")]).unwrap().jobs, 2);
+        assert_eq!(read(&[(JOBS, "")]).unwrap().jobs, None);
     }
 
     #[test]
@@ -277,7 +280,7 @@ mod tests {
         assert_eq!(settings.case_timeout, Duration::from_millis(1500));
         assert_eq!(settings.seed, Some(u64::MAX));
         assert_eq!(settings.base_seed(), u64::MAX);
-        assert_eq!(settings.jobs, 4);
+        assert_eq!(settings.jobs, Some(4));
         assert_eq!(settings.isolation, Isolation::Process);
         assert_eq!(settings.results, Some(PathBuf::from("out/r.json")));
         assert_eq!(settings.results_dir, Some(PathBuf::from("out/records")));

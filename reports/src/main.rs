@@ -41,7 +41,8 @@ cases and for each failing case; then a line per family with its counts and
 the invariant x subject grid.
 Environment (passed to the kit, checked before anything is written):
 COMMCHECK_SEED (base seed, recorded), COMMCHECK_CASE_TIMEOUT_MS (per-case
-watchdog, default 20000), COMMCHECK_JOBS (cases run at once, default 2).
+watchdog, default 20000), COMMCHECK_JOBS (cases run at once; default one per
+CPU, and more, up to 16, while the CPUs stay idle).
 Exit status: 0 level reached; 1 not reached; 2 usage or I/O error (a rejected
 expectations file or an unusable --sign key is reported before the run).";
 

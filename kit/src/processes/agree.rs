@@ -4,6 +4,7 @@
 //! setting, and so does the leader: a mix is never silent.
 
 use super::control::Control;
+use super::say::say;
 use super::ProcessError;
 use crate::settings::Settings;
 use std::time::Duration;
@@ -93,15 +94,15 @@ pub(crate) fn agree(control: &Control, settings: &Settings) -> Result<Agreed, Pr
     for (rank, shared) in all.iter().enumerate().skip(1) {
         for (variable, theirs, leaders) in shared.differences(&leader) {
             if control.rank() == 0 {
-                eprintln!(
+                say(format!(
                     "commcheck: rank {rank} has {variable}={theirs}, the leader (rank 0) {leaders}: every rank uses \
                      the leader's"
-                );
+                ));
             } else if control.rank() == rank {
-                eprintln!(
+                say(format!(
                     "commcheck (rank {rank}): {variable}={theirs} here, {leaders} on the leader (rank 0): this rank \
                      uses the leader's"
-                );
+                ));
             }
         }
     }

@@ -51,6 +51,7 @@
 mod agree;
 mod control;
 mod runner;
+mod say;
 mod world;
 
 use std::sync::Arc;

@@ -1,6 +1,7 @@
 //! The case loop of a process world: rank 0 leads (it picks the cases and
 //! writes the results), the others follow its lead case by case.
 
+use super::say::say;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -197,9 +198,9 @@ pub fn run_cases_across<H: Harness>(
 pub fn main_across<H: Harness>(processes: Processes, harness: H) -> ! {
     let settings = settings_or_exit();
     if settings.isolation == Isolation::Process {
-        eprintln!(
+        say(
             "commcheck: COMMCHECK_ISOLATION=process does not apply to a process world: every \
-             rank already runs in its own process"
+             rank already runs in its own process",
         );
         processes.exit(2);
     }
@@ -209,7 +210,7 @@ pub fn main_across<H: Harness>(processes: Processes, harness: H) -> ! {
     let (ranks, agreed) = match started {
         Ok((ranks, agreed)) => (Arc::new(ranks), agreed),
         Err(error) => {
-            eprintln!("commcheck (rank {}): {error}", control.rank());
+            say(format!("commcheck (rank {}): {error}", control.rank()));
             processes.exit(1);
         }
     };
@@ -218,7 +219,7 @@ pub fn main_across<H: Harness>(processes: Processes, harness: H) -> ! {
         let code = match follow(&control, &harness, agreed) {
             Ok(()) => 0,
             Err(error) => {
-                eprintln!("commcheck (rank {}): {error}", control.rank());
+                say(format!("commcheck (rank {}): {error}", control.rank()));
                 1
             }
         };
@@ -257,18 +258,21 @@ pub fn main_across<H: Harness>(processes: Processes, harness: H) -> ! {
             let snapshot = results(&*harness, &ranks, base, ran.clone(), Some(why));
             let written = write_results(&snapshot, &settings);
             if let Some(broken) = control.broken() {
-                eprintln!("commcheck: stopping after {}: {broken}", result.name);
+                say(format!(
+                    "commcheck: stopping after {}: {broken}",
+                    result.name
+                ));
                 match written {
-                    Some(Ok(path)) => eprintln!(
+                    Some(Ok(path)) => say(format!(
                         "commcheck: the result file {} is marked incomplete ({} of {total} cases ran)",
                         path.display(),
                         ran.len()
-                    ),
-                    Some(Err(error)) => eprintln!("commcheck: {error}"),
-                    None => eprintln!(
+                    )),
+                    Some(Err(error)) => say(format!("commcheck: {error}")),
+                    None => say(format!(
                         "commcheck: {} of {total} cases ran; the records say which have no result",
                         ran.len()
-                    ),
+                    )),
                 }
                 // Finalising MPI with a dead peer would hang: exit directly.
                 std::process::exit(1);

@@ -2,6 +2,7 @@
 //! `--ignored`, `--format`, one trial per case (libtest-mimic), the run's
 //! records and results files, and the closing summary.
 
+use super::admission::Admission;
 use super::execute::{case_seed, execute, result};
 use super::records::Records;
 use super::{decided, grid, isolation, level, records, results};
@@ -44,9 +45,11 @@ pub fn run_cases_with<H: Harness>(
         .collect();
     let next = Mutex::new(0usize);
     let results = Mutex::new(vec![None; cases.len()]);
+    let admission = Admission::new(settings.jobs);
     std::thread::scope(|scope| {
-        for _ in 0..settings.jobs {
+        for _ in 0..admission.workers() {
             scope.spawn(|| loop {
+                let admitted = admission.enter();
                 let index = {
                     let mut next = next.lock().unwrap_or_else(|p| p.into_inner());
                     let index = *next;
@@ -55,6 +58,7 @@ pub fn run_cases_with<H: Harness>(
                 };
                 let Some(case) = cases.get(index) else { break };
                 let result = execute(&harness, case, base, limit);
+                drop(admitted);
                 progress(&result, cases.len());
                 results.lock().unwrap_or_else(|p| p.into_inner())[index] = Some(result);
             });
@@ -98,8 +102,8 @@ pub fn main<H: Harness>(harness: H) -> ! {
     let (mut args, filters) = command_line();
     let settings = settings_or_exit();
     // COMMCHECK_JOBS applies here too, unless libtest's --test-threads says.
-    if args.test_threads.is_none() && std::env::var_os("COMMCHECK_JOBS").is_some() {
-        args.test_threads = Some(settings.jobs);
+    if args.test_threads.is_none() {
+        args.test_threads = settings.jobs;
     }
     if isolation::is_child() {
         isolation::child_main(harness, &args, settings.case_timeout);

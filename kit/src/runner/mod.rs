@@ -22,6 +22,7 @@
 //! case to its verdict), [`records`] (one file per case that ran), `cli`
 //! (the command line and the run loop).
 
+mod admission;
 mod cli;
 mod coverage;
 pub mod decided;
