@@ -12,7 +12,7 @@
 #                       mpirun -n N BINARY ARGS... from cc-h0, killed after
 #                       NETNS_LIMIT seconds (default 3600; then status 124)
 #   netns_started LOG PID
-#                       waits (at most 120 s) until the certification the
+#                       waits (at most 60 s) until the certification the
 #                       launch PID runs has finished cases (LOG says so);
 #                       otherwise ends every process on the hosts, says so,
 #                       and fails (Open MPI's daemon launch across the
@@ -107,13 +107,13 @@ netns_launch() {
 
 netns_started() {
   local tries=0 i
-  while kill -0 "$2" 2>/dev/null && ! grep -q "cases done after" "$1" 2>/dev/null && [ "$tries" -lt 240 ]; do
+  while kill -0 "$2" 2>/dev/null && ! grep -q "cases done after" "$1" 2>/dev/null && [ "$tries" -lt 120 ]; do
     tries=$((tries + 1))
     sleep 0.5
   done
   grep -q "cases done after" "$1" 2>/dev/null && return 0
   kill -0 "$2" 2>/dev/null || return 0
-  echo "$(basename "$0"): no case finished within 120 s of the launch: mpirun's daemons did not start every rank (Open MPI's launch across the namespaces stalled); ending it"
+  echo "$(basename "$0"): no case finished within 60 s of the launch: mpirun's daemons did not start every rank (Open MPI's launch across the namespaces stalled); ending it"
   for i in $(seq 0 $((netns_count - 1))); do ip netns pids "cc-h$i" 2>/dev/null | xargs -r kill -9 2>/dev/null || true; done
   wait "$2" 2>/dev/null || true
   return 1

@@ -26,19 +26,20 @@ use matrix::{Row, OVERLAPS};
 /// Watchdog for mutant runs: some defects make work hang on purpose, and a
 /// hang is proven as soon as the watchdog fires. It is longer than twice
 /// `slack::RELEASE`, so checks that bound their own waits report their own
-/// `fail` first; hung cases overlap (`COMMCHECK_JOBS`), as they use no CPU.
+/// `fail` first; hung cases overlap (the runner starts more cases while the
+/// CPUs are idle), as they use no CPU.
 const MUTANT_CASE_TIMEOUT_MS: &str = "11000";
 
-/// Defects whose catalogue runs at once in the matrix (each runs
-/// `COMMCHECK_JOBS` cases at a time); most of a mutant run is waiting.
+/// Defects whose catalogue runs at once in the matrix (each runs as many
+/// cases at a time as the CPUs have room for); most of a mutant run is
+/// waiting.
 const MUTANT_THREADS: usize = 3;
 
-/// The watchdog and parallelism of mutant runs (set once per process).
+/// The watchdog of mutant runs (set once per process).
 pub fn mutant_settings() {
     static WATCHDOG: std::sync::Once = std::sync::Once::new();
     WATCHDOG.call_once(|| {
         std::env::set_var("COMMCHECK_CASE_TIMEOUT_MS", MUTANT_CASE_TIMEOUT_MS);
-        std::env::set_var("COMMCHECK_JOBS", "4");
     });
 }
 
@@ -147,11 +148,14 @@ fn precision_matrix() {
         println!("{mark} {:<26} {:<6} {why}", defect.name(), id);
     }
     println!(
-        "precision matrix: {} defects in {:.1}s ({} at a time, {} cases each at a time)",
+        "precision matrix: {} defects in {:.1}s ({} at a time, cases each: {})",
         rows.len(),
         wall.as_secs_f64(),
         threads(),
-        std::env::var("COMMCHECK_JOBS").unwrap_or_default()
+        std::env::var("COMMCHECK_JOBS").map_or_else(
+            |_| "as the CPUs have room".to_owned(),
+            |jobs| format!("{jobs} at a time")
+        )
     );
 
     let mut problems: Vec<String> = rows.iter().flat_map(Row::problems).collect();
