@@ -41,21 +41,15 @@ for scenario in "${scenarios[@]}"; do
         echo "slow-link: this kernel has no netem: a 4 Mbit/s token bucket on cc-h1's link instead (slower than a 4 MB tensor in 5 s)"
       fi
       expect="level full"
-      NETNS_LIMIT=1800 netns_launch "$binary" certify cpu --out "$dir/report" >"$dir/log" 2>&1 \
-        || problem "the launch failed: $(tail -n 5 "$dir/log")"
+      NETNS_LIMIT=1800 netns_watched "$dir/log" 'cases done after' "$binary" certify cpu --out "$dir/report" \
+        || problem "no case finished in three launches"
+      wait "$netns_pid" || problem "the launch failed: $(tail -n 5 "$dir/log")"
       grep -q "$expect" "$dir/log" || problem "did not reach full: $(grep -m3 'level' "$dir/log")"
       ;;
     link-down | killed-rank)
       export COMMCHECK_CASE_TIMEOUT_MS=1000 COMMCHECK_GRACE_MS=1000
-      NETNS_LIMIT=600 netns_launch "$binary" certify cpu --out "$dir/report" >"$dir/log" 2>&1 &
-      launch=$!
-      if ! netns_started "$dir/log" "$launch"; then
-        # A launch that stalled before any rank started: once more.
-        NETNS_LIMIT=600 netns_launch "$binary" certify cpu --out "$dir/report" >"$dir/log" 2>&1 &
-        launch=$!
-      fi
-      if ! grep -q "cases done after" "$dir/log" && ! netns_started "$dir/log" "$launch"; then
-        problem "no case finished in two launches"
+      if ! NETNS_LIMIT=600 netns_watched "$dir/log" 'cases done after' "$binary" certify cpu --out "$dir/report"; then
+        problem "no case finished in three launches"
       elif [ "$scenario" = link-down ]; then
         ip -n cc-h1 link set cc-v1 down
         expect="rank 1: at $net\.2:[0-9]+: its process sent nothing"
@@ -76,16 +70,16 @@ for scenario in "${scenarios[@]}"; do
       # mpirun's own teardown across a downed link is Open MPI's business:
       # give it 10 s after the ranks ended, then end it.
       tries=0
-      while kill -0 "$launch" 2>/dev/null && [ "$tries" -lt 20 ]; do
+      while kill -0 "$netns_pid" 2>/dev/null && [ "$tries" -lt 20 ]; do
         tries=$((tries + 1))
         sleep 0.5
       done
-      if kill -0 "$launch" 2>/dev/null; then
+      if kill -0 "$netns_pid" 2>/dev/null; then
         echo "$scenario: note: mpirun had not ended 10 s later (Open MPI's teardown across the fault); ended here"
-        pkill -KILL -P "$launch" 2>/dev/null || true
+        pkill -KILL -P "$netns_pid" 2>/dev/null || true
         for i in 0 1; do netns_named "cc-h$i" mpirun | xargs -r kill -KILL; netns_named "cc-h$i" orted | xargs -r kill -KILL; done
       fi
-      wait "$launch" 2>/dev/null || true
+      wait "$netns_pid" 2>/dev/null || true
       grep -Eq "$expect" "$dir/log" "$dir/report/report.json" 2>/dev/null || problem "the output does not say /$expect/: $(grep -m5 'rank 1\|stopping' "$dir/log")"
       python3 - "$dir/report/report.json" <<'PY' || problem "the report is not marked incomplete"
 import json, sys

@@ -15,13 +15,14 @@ netns_permitted
 trap netns_cleanup EXIT
 netns_hosts "$hosts"
 rm -rf "$out"
-launch() { netns_launch "$binary" certify cpu --out "$@"; }
 unset COMMCHECK_CASE_TIMEOUT_MS COMMCHECK_GRACE_MS COMMCHECK_RESULTS
 # Without the setting the ranks listen on loopback: an error at once,
 # naming the setting (not a connect limit's wait).
 unset COMMCHECK_MESH_ADDRESS
-if launch "$out-loopback" >"$netns_dir/loopback.log" 2>&1; then
-  echo "hosts.sh: a launch across hosts on loopback listeners succeeded"
+NETNS_LIMIT=120 netns_watched "$netns_dir/loopback.log" 'set COMMCHECK_MESH_ADDRESS' \
+  "$binary" certify cpu --out "$out-loopback"
+if wait "$netns_pid"; then
+  head -n 30 "$netns_dir/loopback.log"; echo "hosts.sh: a launch across hosts on loopback listeners succeeded"
   exit 1
 fi
 grep -q 'set COMMCHECK_MESH_ADDRESS' "$netns_dir/loopback.log" || {
@@ -31,17 +32,11 @@ grep -q 'set COMMCHECK_MESH_ADDRESS' "$netns_dir/loopback.log" || {
 }
 echo "without COMMCHECK_MESH_ADDRESS: refused, naming the setting"
 export COMMCHECK_MESH_ADDRESS="$net.0/24"
-# A launch whose daemons stall before any rank starts is retried once.
-for try in 1 2; do
-  NETNS_LIMIT=1200 launch "$out" >"$netns_dir/certify.log" 2>&1 &
-  certifying=$!
-  netns_started "$netns_dir/certify.log" "$certifying" || { [ "$try" -lt 2 ] && continue; exit 1; }
-  status=0
-  wait "$certifying" || status=$?
-  tail -n 3 "$netns_dir/certify.log"
-  [ "$status" -eq 0 ] || { tail -n 30 "$netns_dir/certify.log"; exit "$status"; }
-  break
-done
+NETNS_LIMIT=1200 netns_watched "$netns_dir/certify.log" 'cases done after' "$binary" certify cpu --out "$out"
+status=0
+wait "$netns_pid" || status=$?
+tail -n 3 "$netns_dir/certify.log"
+[ "$status" -eq 0 ] || { tail -n 30 "$netns_dir/certify.log"; exit "$status"; }
 "$binary" verify "$out/report.json"
 python3 - "$out/report.json" "$hosts" "$net" <<'PY'
 import json, sys

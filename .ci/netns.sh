@@ -11,12 +11,17 @@
 #   netns_launch BINARY ARGS...
 #                       mpirun -n N BINARY ARGS... from cc-h0, killed after
 #                       NETNS_LIMIT seconds (default 3600; then status 124)
-#   netns_started LOG PID
-#                       waits (at most 60 s) until the certification the
-#                       launch PID runs has finished cases (LOG says so);
-#                       otherwise ends every process on the hosts, says so,
-#                       and fails (Open MPI's daemon launch across the
-#                       namespaces sometimes stalls before any rank starts)
+#   netns_started LOG PID [PATTERN]
+#                       waits (at most 60 s) until LOG matches PATTERN
+#                       (default: the certification has finished cases) or
+#                       the launch PID ended; otherwise ends every process
+#                       on the hosts, says so, and fails (Open MPI's daemon
+#                       launch across the namespaces sometimes stalls before
+#                       any rank starts)
+#   netns_watched LOG PATTERN BINARY ARGS...
+#                       netns_launch in the background (its pid in
+#                       netns_pid, its output in LOG), launched again when
+#                       it stalls (netns_started), at most three times
 #   netns_leftovers NAME
 #                       the processes named NAME still in any host (pid, host)
 
@@ -106,16 +111,28 @@ netns_launch() {
 }
 
 netns_started() {
-  local tries=0 i
-  while kill -0 "$2" 2>/dev/null && ! grep -q "cases done after" "$1" 2>/dev/null && [ "$tries" -lt 120 ]; do
+  local tries=0 i pattern=${3:-cases done after}
+  while kill -0 "$2" 2>/dev/null && ! grep -q "$pattern" "$1" 2>/dev/null && [ "$tries" -lt 120 ]; do
     tries=$((tries + 1))
     sleep 0.5
   done
-  grep -q "cases done after" "$1" 2>/dev/null && return 0
+  grep -q "$pattern" "$1" 2>/dev/null && return 0
   kill -0 "$2" 2>/dev/null || return 0
-  echo "$(basename "$0"): no case finished within 60 s of the launch: mpirun's daemons did not start every rank (Open MPI's launch across the namespaces stalled); ending it"
+  echo "$(basename "$0"): nothing matched /$pattern/ within 60 s of the launch: mpirun's daemons did not start every rank (Open MPI's launch across the namespaces stalled); ending it"
   for i in $(seq 0 $((netns_count - 1))); do ip netns pids "cc-h$i" 2>/dev/null | xargs -r kill -9 2>/dev/null || true; done
   wait "$2" 2>/dev/null || true
+  return 1
+}
+
+netns_watched() {
+  local log=$1 pattern=$2 try
+  shift 2
+  for try in 1 2 3; do
+    netns_launch "$@" >"$log" 2>&1 &
+    netns_pid=$!
+    netns_started "$log" "$netns_pid" "$pattern" && return 0
+  done
+  echo "$(basename "$0"): three launches stalled before any rank started"
   return 1
 }
 

@@ -341,6 +341,18 @@ fn run_certify(args: &CertifyArgs) -> Result<ExitCode, Usage> {
     if commcheck::processes::Processes::launched() {
         return certify_across_processes(&args.backend, args, &output);
     }
+    #[cfg(not(all(feature = "mpi", feature = "cpu")))]
+    if commcheck::processes::Processes::launched() {
+        // Each process would certify a world of its own and write the same
+        // report: refuse rather than claim a run across processes.
+        return Err(Usage(
+            "certify: this process was started by an MPI launcher (mpirun set its environment), \
+             but this commcheck-report was built without the `mpi` and `cpu` features, so it \
+             cannot join the other processes: every process would certify alone. Rebuild with \
+             `--features mpi,cpu`, or run it without mpirun"
+                .into(),
+        ));
+    }
     let certification = certify_bundled(&args.backend, args, &output.options)?;
     finish(certification, &output)
 }
