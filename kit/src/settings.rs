@@ -7,7 +7,7 @@
 //! |---|---|---|
 //! | `COMMCHECK_CASE_TIMEOUT_MS` | per-case watchdog (how long no rank may make progress), whole milliseconds from 100 to 3 600 000 | 20 000 |
 //! | `COMMCHECK_SEED` | base seed, a decimal `u64` (replays a run: the seed is in every result file) | under nextest, derived from `NEXTEST_RUN_ID` (one seed for the run's processes); else from the clock; recorded |
-//! | `COMMCHECK_JOBS` | cases run at once, 1 to 256: by [`crate::run_cases`] and `commcheck-report certify`, and by a vendor's `cargo test` unless `--test-threads` is given | `run_cases`/`certify`: as many as the machine has room for (one per CPU, and more, up to 16, while the CPUs are idle: most cases wait); `cargo test`: libtest's default, one per CPU |
+//! | `COMMCHECK_JOBS` | cases run at once, each case's world sizes in turn (so at most this many worlds at a time), 1 to 256: by [`crate::run_cases`] and `commcheck-report certify`, and by a vendor's `cargo test` unless `--test-threads` is given | `run_cases`/`certify`: as many as the machine has room for (one per CPU, and more, up to 32, while the CPUs are idle: most cases wait), each case's world sizes at once, the longest cases first; `cargo test`: libtest's default, one per CPU, world sizes in turn |
 //! | `COMMCHECK_ISOLATION` | `thread` (cases in this process) or `process` (each case in a child process: aborts and segfaults become `crash`) | `thread` |
 //! | `COMMCHECK_RESULTS_DIR` | the results directory: one record per case, merged by `commcheck-report report` (see [`crate::runner::records`]) | `commcheck/<backend>` in cargo's target directory |
 //! | `COMMCHECK_RESULTS` | also write this process's whole run to this JSON file (for tools that merge launches) | not written |

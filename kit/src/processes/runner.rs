@@ -15,7 +15,7 @@ use crate::harness::Harness;
 use crate::results::{CaseResult, RankPlace, RunResults};
 use crate::runner::{
     command_line, execute_with, open_records, picked, report, run_trials, settings_or_exit,
-    summary, write_results,
+    summary, write_results, Worlds,
 };
 use crate::settings::{Isolation, Settings};
 
@@ -31,7 +31,7 @@ fn execute_across<H: Harness>(
         case,
         base,
         agreed.limit,
-        &|ranks, seed, limit, script, run| {
+        Worlds::InTurn(&|ranks, seed, limit, script, run| {
             run_world_across(
                 control,
                 Arc::clone(harness),
@@ -41,7 +41,7 @@ fn execute_across<H: Harness>(
                 script,
                 run,
             )
-        },
+        }),
     )
 }
 

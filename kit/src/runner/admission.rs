@@ -6,7 +6,10 @@
 //! more starts only while the machine's CPUs were idle for at least one CPU's
 //! worth of the last look (the running cases wait, so a waiting one costs
 //! nothing), up to [`LIMIT`]. On a loaded machine nothing is idle and the run
-//! keeps to one case per CPU, as a fixed count would.
+//! keeps to one case per CPU, as a fixed count would. With the adaptive
+//! count, a case's world sizes run at once, and the cases that run the most
+//! ranks in all start first (`cli::start_order`); a fixed count runs each
+//! case's worlds in turn, so it bounds the worlds a backend has at a time.
 //!
 //! Verdicts do not depend on the count: every bound a check rests on counts
 //! only time in which the backend could run (see the case watchdog in
@@ -16,7 +19,7 @@ use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 /// The most cases run at once by the adaptive count.
-pub(crate) const LIMIT: usize = 16;
+pub(crate) const LIMIT: usize = 32;
 
 /// How long a look at the machine's idle time lasts at least.
 const LOOK: Duration = Duration::from_millis(50);

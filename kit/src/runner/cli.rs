@@ -15,8 +15,9 @@ use libtest_mimic::{Arguments, Completion, Failed, Trial};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-/// Runs the cases `select` picks, in this process, `COMMCHECK_JOBS` (default
-/// two) at a time, and returns their results in catalogue order. The
+/// Runs the cases `select` picks, in this process, `COMMCHECK_JOBS` at a
+/// time (default: as the machine has room for, see `admission`), and
+/// returns their results in catalogue order. The
 /// programmatic entry point (mutant proofs, reports); [`main()`] is the
 /// command-line one. A bad `COMMCHECK_*` setting ([`crate::settings`]) is an
 /// error, and nothing runs.
@@ -43,6 +44,7 @@ pub fn run_cases_with<H: Harness>(
         .filter(|case| select(case))
         .map(Arc::new)
         .collect();
+    let order = start_order(&cases);
     let next = Mutex::new(0usize);
     let results = Mutex::new(vec![None; cases.len()]);
     let admission = Admission::new(settings.jobs);
@@ -52,12 +54,13 @@ pub fn run_cases_with<H: Harness>(
                 let admitted = admission.enter();
                 let index = {
                     let mut next = next.lock().unwrap_or_else(|p| p.into_inner());
-                    let index = *next;
+                    let index = order.get(*next).copied();
                     *next += 1;
                     index
                 };
-                let Some(case) = cases.get(index) else { break };
-                let result = execute(&harness, case, base, limit);
+                let Some(index) = index else { break };
+                let case = &cases[index];
+                let result = execute(&harness, case, base, limit, settings.jobs.is_none());
                 drop(admitted);
                 progress(&result, cases.len());
                 results.lock().unwrap_or_else(|p| p.into_inner())[index] = Some(result);
@@ -71,6 +74,17 @@ pub fn run_cases_with<H: Harness>(
         .flatten()
         .collect();
     Ok(summary(&*harness, base, cases))
+}
+
+/// The order in which the cases start: those whose scripts run the most
+/// ranks in all (the sweeps over world sizes up to 8, on every backend the
+/// longest cases) first, the rest in catalogue order; so that the run does
+/// not end waiting on a long case that started last. Results keep the
+/// catalogue's order whatever the start order.
+fn start_order<H: Harness>(cases: &[Arc<Case<H>>]) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..cases.len()).collect();
+    order.sort_by_key(|&index| std::cmp::Reverse(cases[index].worlds.iter().sum::<usize>()));
+    order
 }
 
 pub(crate) fn summary<H: Harness>(harness: &H, seed: u64, cases: Vec<CaseResult>) -> RunResults {
@@ -414,7 +428,7 @@ fn run_with_settings<H: Harness>(
         if isolate && case.script.is_ok() {
             isolation::execute_in_child(case, base, limit)
         } else {
-            execute(&running, case, base, limit)
+            execute(&running, case, base, limit, false)
         }
     };
     let (conclusion, cases) = run_trials(cases, base, args, records.clone(), exec, |_| {});

@@ -31,12 +31,32 @@ struct Attempt {
     blocked: bool,
 }
 
-/// Runs one world of a case: `(ranks, seed, limit, script, run)`, in this
-/// process ([`run_world`]) or across the processes of a launch.
-pub(crate) type Worlds<'a, H> = &'a dyn Fn(usize, u64, Duration, Script<H>, &Run) -> WorldEnd;
+/// Runs one world of a case: `(ranks, seed, limit, script, run)`.
+pub(crate) type World<'a, H> =
+    &'a (dyn Fn(usize, u64, Duration, Script<H>, &Run) -> WorldEnd + Sync);
 
-/// One attempt at `case`: a fresh world of each of its sizes in turn, until
-/// one does not pass.
+/// How a case's worlds run: in this process ([`run_world`]), all of a case's
+/// sizes at once (each is a world of its own, as concurrent cases are); or
+/// across the processes of a launch, one world at a time (the launch has
+/// one set of processes).
+pub(crate) enum Worlds<'a, H: Harness> {
+    /// In this process, every size at once.
+    AtOnce(World<'a, H>),
+    /// One size after the other, until one does not pass.
+    InTurn(World<'a, H>),
+}
+
+impl<H: Harness> Clone for Worlds<'_, H> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<H: Harness> Copy for Worlds<'_, H> {}
+
+/// One attempt at `case`: a fresh world of each of its sizes; the verdict
+/// is that of the first size (in the case's order) that does not pass, as
+/// if they had run in turn.
 fn attempt<H: Harness>(
     case: &Case<H>,
     seed: u64,
@@ -55,10 +75,47 @@ fn attempt<H: Harness>(
             }
         }
     };
+    let world = |ranks: usize| -> WorldEnd {
+        match worlds {
+            Worlds::AtOnce(world) | Worlds::InTurn(world) => {
+                world(ranks, seed, limit, Arc::clone(&script), run)
+            }
+        }
+    };
+    let mut ends: Vec<Option<WorldEnd>> = match worlds {
+        Worlds::AtOnce(_) if case.worlds.len() > 1 => std::thread::scope(|scope| {
+            let running: Vec<_> = case
+                .worlds
+                .iter()
+                .map(|&ranks| {
+                    std::thread::Builder::new()
+                        .name("commcheck-case-world".into())
+                        .spawn_scoped(scope, move || world(ranks))
+                })
+                .collect();
+            running
+                .into_iter()
+                .zip(&case.worlds)
+                .map(|(spawned, &ranks)| match spawned {
+                    Ok(thread) => thread.join().unwrap_or_else(|payload| WorldEnd::Crashed {
+                        rank: 0,
+                        message: format!(
+                            "(the kit's world supervisor) panicked: {}",
+                            crate::world::panic_message(&*payload)
+                        ),
+                    }),
+                    // No thread to run it on: run it here, after the others.
+                    Err(_) => world(ranks),
+                })
+                .map(Some)
+                .collect()
+        }),
+        _ => case.worlds.iter().map(|_| None).collect(),
+    };
     let mut ran = Vec::new();
-    for &ranks in &case.worlds {
+    for (&ranks, end) in case.worlds.iter().zip(&mut ends) {
         ran.push(ranks);
-        let end = worlds(ranks, seed, limit, Arc::clone(&script), run);
+        let end = end.take().unwrap_or_else(|| world(ranks));
         // A blocked call has not returned, and an overrun world's ranks
         // are still running: neither is retried beside them.
         let blocked = matches!(end, WorldEnd::Blocked { .. } | WorldEnd::Overran { .. });
@@ -185,16 +242,26 @@ const INCONCLUSIVE_ATTEMPTS: u32 = 3;
 /// Runs one case in this process: one attempt; a retry for a timing check
 /// that failed; more attempts, each with more lazy work, while inconclusive.
 /// An attempt that ended on a blocked call is never retried (see
-/// [`Attempt::blocked`]).
+/// [`Attempt::blocked`]). With `at_once`, the case's worlds run at once
+/// (when the runner's count of cases is its own, not `COMMCHECK_JOBS` or
+/// libtest's `--test-threads`, which say how many worlds a backend may have
+/// at a time).
 pub(crate) fn execute<H: Harness>(
     harness: &Arc<H>,
     case: &Case<H>,
     base: u64,
     limit: Duration,
+    at_once: bool,
 ) -> CaseResult {
-    execute_with(case, base, limit, &|ranks, seed, limit, script, run| {
+    let world = |ranks, seed, limit, script, run: &Run| {
         run_world(Arc::clone(harness), ranks, seed, limit, script, run)
-    })
+    };
+    let worlds = if at_once {
+        Worlds::AtOnce(&world)
+    } else {
+        Worlds::InTurn(&world)
+    };
+    execute_with(case, base, limit, worlds)
 }
 
 /// [`execute`], each world run by `worlds`.

@@ -36,7 +36,7 @@ pub(super) fn child_main<H: Harness>(harness: H, args: &Arguments, limit: Durati
     let wanted = args.filter.clone().unwrap_or_default();
     for case in catalogue(&*harness) {
         if case.name() == wanted {
-            let result = execute(&harness, &case, base, limit);
+            let result = execute(&harness, &case, base, limit, false);
             match serde_json::to_string(&result) {
                 Ok(json) => println!("{MARK}{json}"),
                 Err(error) => eprintln!("commcheck: cannot encode result: {error}"),

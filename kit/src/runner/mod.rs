@@ -39,4 +39,4 @@ pub(crate) use cli::{
     command_line, open_records, picked, report, run_trials, settings_or_exit, summary,
     write_results,
 };
-pub(crate) use execute::execute_with;
+pub(crate) use execute::{execute_with, Worlds};

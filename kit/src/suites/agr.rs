@@ -11,7 +11,7 @@
 //!   held (so it cannot rely on the lane making progress), and where it has a
 //!   ledger no pending work may appear during the call.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use eredu_runtime::backend::FailureAgreementBackend;
 
@@ -181,18 +181,15 @@ where
         "agree_success({status}) on rank {} with member {late} late",
         ctx.rank()
     );
-    let start = Instant::now();
-    let submission = submit(ctx, status);
-    let took = start.elapsed();
+    let submission = crate::world::prompt(
+        "agree_success",
+        "AGR-2",
+        || submit(ctx, status),
+        |_| format!("{what} (it must return without waiting for peers)"),
+    );
     ctx.signal(&submitted(late, ctx.rank()));
-    let (completion, output) = submission?;
+    let (completion, output) = submission??;
     must_complete(&completion, || format!("{what}: did not complete"))?;
-    if took > slack::PROMPT {
-        return Err(Finding::Violation(format!(
-            "{what}: the call took {took:?}, more than {:?} (it must return without waiting for peers)",
-            slack::PROMPT
-        )));
-    }
     // Ranks resolve in turn, so no other rank's hold or work shows in this
     // rank's ledger readings.
     let resolved = |rank: usize| format!("agr2-late-{late}-resolved-by-{rank}");
@@ -221,18 +218,16 @@ where
 {
     let hold = ctx.optional_hold(ctx.executor());
     let before = ctx.optional_ledger();
-    let start = Instant::now();
-    let resolved = Backend::<H>::resolve_failure_agreement(output);
-    let took = start.elapsed();
+    let what = format!("{what}: resolve_failure_agreement after completion");
+    let resolved = crate::world::prompt(
+        "resolve_failure_agreement",
+        "AGR-2",
+        || Backend::<H>::resolve_failure_agreement(output),
+        |_| what.clone(),
+    );
     let after = ctx.optional_ledger();
     drop(hold);
-    let what = format!("{what}: resolve_failure_agreement after completion");
-    if took > slack::PROMPT {
-        return Err(Finding::Violation(format!(
-            "{what} took {took:?}, more than {:?} (it must not block)",
-            slack::PROMPT
-        )));
-    }
+    let resolved = resolved?;
     if let (Some(before), Some(after)) = (before, after) {
         if after.pending_work > before.pending_work {
             return Err(Finding::Violation(format!(

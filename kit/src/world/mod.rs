@@ -22,4 +22,6 @@ pub(crate) use run::{panic_message, run_ranks, run_world, Ranks, Run};
 pub(crate) use sample::{across_processes, remote_progress};
 pub(crate) use signals::{Journal, JournalPart, Signals};
 pub use watch::eventually;
-pub(crate) use watch::{guarded, inside, overrun, pause, polled, progressed, Stopwatch, SETUP};
+pub(crate) use watch::{
+    guarded, inside, overrun, pause, polled, progressed, prompt, Stopwatch, SETUP,
+};

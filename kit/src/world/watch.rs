@@ -29,6 +29,7 @@ use std::time::{Duration, Instant};
 
 use super::end::WorldEnd;
 use super::sample::{guard, kit_threads, process, remote_moved, schedstat, thread_id, SAMPLE};
+use crate::check::Finding;
 
 #[derive(Clone)]
 struct Call {
@@ -312,6 +313,36 @@ pub(crate) fn polled<T>(
     let result = inside(what, call);
     *guard(&watch.call) = previous;
     result
+}
+
+/// Runs `call`, which `invariant` says returns at once: within
+/// [`slack::PROMPT`](crate::check::slack::PROMPT). The supervisor watches it
+/// as [`polled`] does, with that limit: a call that blocks for `PROMPT` of
+/// time the kit can vouch for ends the case as a failure of `invariant`.
+/// A call that took longer than `PROMPT` of wall time, but that the
+/// supervisor did not see blocked that long, ran while its rank waited for
+/// a CPU (a loaded machine): the kit cannot say it blocked, so the check is
+/// [`Finding::Inconclusive`] (prefixed with `context` of the result), never
+/// failed on a clock.
+pub(crate) fn prompt<T>(
+    what: &'static str,
+    invariant: &'static str,
+    call: impl FnOnce() -> T,
+    context: impl FnOnce(&T) -> String,
+) -> Result<T, Finding> {
+    let limit = crate::check::slack::PROMPT;
+    let start = Instant::now();
+    let result = polled(what, invariant, limit, call);
+    let took = start.elapsed();
+    if took > limit {
+        return Err(Finding::Inconclusive(format!(
+            "{}: {what} took {took:?} of wall time, more than the {limit:?} a nonblocking call may take \
+             ({invariant}), but the kit cannot vouch that it blocked: the machine was too busy for the rank to \
+             run meanwhile",
+            context(&result)
+        )));
+    }
+    Ok(result)
 }
 
 /// The most a world may run while its ranks still make progress: this many

@@ -7,7 +7,6 @@
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
 
 use eredu_core::{BoundedCompletionOutcome, BoundedCompletionWait, CompletionCancellationMode};
 use eredu_runtime::backend::SubmissionBackend;
@@ -60,19 +59,13 @@ fn releasable<H: Harness>(
     subject: Subject,
     when: &str,
 ) -> Result<bool, Finding> {
-    let inside = Inside::enter();
-    let start = Instant::now();
-    let releasable = completion.resources_releasable();
-    let took = start.elapsed();
-    drop(inside);
-    ensure(took <= slack::PROMPT, || {
-        format!(
-            "{subject}: resources_releasable() took {took:?} {when} (returned {releasable}); a nonblocking call must \
-             return within {:?}",
-            slack::PROMPT
-        )
-    })?;
-    Ok(releasable)
+    let _inside = Inside::enter();
+    crate::world::prompt(
+        "resources_releasable()",
+        "EXC-8",
+        || completion.resources_releasable(),
+        |releasable| format!("{subject}: {when} (returned {releasable})"),
+    )
 }
 
 /// EXC-8, clause by clause: `resources_releasable()` is prompt and false
