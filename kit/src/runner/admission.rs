@@ -1,64 +1,98 @@
 //! How many cases run at once when `COMMCHECK_JOBS` does not say: as many
 //! as the machine has room for. Most cases spend their time waiting (work
 //! kept pending for a late peer, a bounded wait running out, a release
-//! slack), a few computing (the value checks' size sweeps). A case always
-//! starts while fewer cases run than the machine has CPUs; beyond that, one
-//! more starts only while the machine's CPUs were idle for at least one CPU's
-//! worth of the last look (the running cases wait, so a waiting one costs
-//! nothing), up to [`LIMIT`]. On a loaded machine nothing is idle and the run
-//! keeps to one case per CPU, as a fixed count would. With the adaptive
-//! count, a case's world sizes run at once, and the cases that run the most
-//! ranks in all start first (`cli::start_order`); a fixed count runs each
-//! case's worlds in turn, so it bounds the worlds a backend has at a time.
+//! slack), a few computing (the value checks' size sweeps).
+//!
+//! - A run always has one case per CPU running (its floor).
+//! - Beyond that, one more starts only while the rest of the machine (every
+//!   process but this one) used less than one CPU's worth of the last look
+//!   at `/proc/stat`, no thread of the backend's waited for a CPU in the
+//!   last quarter-second sample (`world::starved`), and fewer than [`LIMIT`]
+//!   cases run in the whole process (every run in it: a precision matrix
+//!   runs several at once). So waiting cases fill the room that computing
+//!   ones leave, but not past the point where the kit could no longer vouch
+//!   that a call blocked (in a starved process such checks end
+//!   inconclusive). A machine loaded by others keeps each run to its floor,
+//!   as a fixed count would.
+//!
+//! With the adaptive count a case's world sizes run at once, and the cases
+//! that run the most ranks in all start first (`cli::start_order`); a fixed
+//! count runs each case's worlds in turn, so it bounds the worlds a backend
+//! has at a time.
 //!
 //! Verdicts do not depend on the count: every bound a check rests on counts
 //! only time in which the backend could run (see the case watchdog in
 //! `kit/EVIDENCE.md`).
 
-use std::sync::{Condvar, Mutex};
+use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-/// The most cases run at once by the adaptive count.
+/// The most cases the adaptive count runs at once in one process.
 pub(crate) const LIMIT: usize = 32;
 
-/// How long a look at the machine's idle time lasts at least.
+/// How long a look at the machine lasts at least.
 const LOOK: Duration = Duration::from_millis(50);
 
-/// The cases running, and the gate a new one waits at.
+/// The cases of one run, and the gate a new one waits at.
 pub(crate) struct Admission {
     /// `Some(n)`: exactly `n` at once (`COMMCHECK_JOBS`); `None`: adaptive.
     fixed: Option<usize>,
     cpus: usize,
-    state: Mutex<State>,
-    changed: Condvar,
+    /// This run's cases running.
+    running: Mutex<usize>,
 }
 
-struct State {
-    running: usize,
-    /// The machine's idle and total CPU time at the start of the current
-    /// look (`/proc/stat`), and when that look started.
+/// What every adaptive run of the process shares: the cases running beyond
+/// their runs' floors, and the look at the machine.
+struct Shared {
+    extra: usize,
+    /// The CPU times at the start of the current look, and when it started.
     look: Option<(CpuTimes, Instant)>,
-    /// Whether the last whole look found a CPU's worth idle.
-    idle: bool,
+    /// Whether the last whole look found the rest of the machine using
+    /// less than one CPU's worth.
+    room: bool,
 }
 
-/// Idle and total jiffies of all CPUs, and how many CPUs there are.
+static SHARED: Mutex<Shared> = Mutex::new(Shared {
+    extra: 0,
+    look: None,
+    room: false,
+});
+
+/// Woken whenever a case of any run ends.
+static ENDED: Condvar = Condvar::new();
+
+/// Idle and total jiffies of all CPUs, this process's jiffies, and how many
+/// CPUs there are.
 #[derive(Clone, Copy)]
 struct CpuTimes {
     idle: u64,
     total: u64,
+    own: u64,
     cpus: u64,
 }
 
 /// A running case: dropping it lets the next one in.
-pub(crate) struct Admitted<'a>(&'a Admission);
+pub(crate) struct Admitted<'a> {
+    admission: &'a Admission,
+    /// Admitted beyond the run's floor (counted in [`Shared::extra`]).
+    extra: bool,
+}
 
 impl Drop for Admitted<'_> {
     fn drop(&mut self) {
-        let mut state = self.0.state.lock().unwrap_or_else(|p| p.into_inner());
-        state.running -= 1;
-        self.0.changed.notify_all();
+        let mut shared = lock(&SHARED);
+        *lock(&self.admission.running) -= 1;
+        if self.extra {
+            shared.extra -= 1;
+        }
+        drop(shared);
+        ENDED.notify_all();
     }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl Admission {
@@ -68,12 +102,7 @@ impl Admission {
         Self {
             fixed,
             cpus,
-            state: Mutex::new(State {
-                running: 0,
-                look: None,
-                idle: false,
-            }),
-            changed: Condvar::new(),
+            running: Mutex::new(0),
         }
     }
 
@@ -82,52 +111,68 @@ impl Admission {
         self.fixed.unwrap_or(LIMIT.max(self.cpus))
     }
 
-    /// Waits until another case may start.
+    /// Waits until another case may start. (The shared state is locked
+    /// first, then the run's count, everywhere.)
     pub(crate) fn enter(&self) -> Admitted<'_> {
-        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let mut shared = lock(&SHARED);
         loop {
-            let room = match self.fixed {
-                Some(jobs) => state.running < jobs,
-                None => {
-                    state.running < self.cpus || (state.running < LIMIT && idle_cpu(&mut state))
-                }
+            let running = *lock(&self.running);
+            let (room, extra) = match self.fixed {
+                Some(jobs) => (running < jobs, false),
+                None if running < self.cpus => (true, false),
+                None => (
+                    shared.extra < LIMIT.saturating_sub(self.cpus)
+                        && room(&mut shared)
+                        && !crate::world::starved(),
+                    true,
+                ),
             };
             if room {
-                state.running += 1;
-                return Admitted(self);
+                *lock(&self.running) += 1;
+                if extra {
+                    shared.extra += 1;
+                }
+                return Admitted {
+                    admission: self,
+                    extra,
+                };
             }
-            state = self
-                .changed
-                .wait_timeout(state, LOOK)
+            shared = ENDED
+                .wait_timeout(shared, LOOK)
                 .unwrap_or_else(|p| p.into_inner())
                 .0;
         }
     }
 }
 
-/// Whether the machine's CPUs were idle for at least one CPU's worth of the
-/// last whole look of [`LOOK`] or more; each call past a look's end closes it
-/// and starts the next, so the answer follows what the running cases do.
-/// Without `/proc/stat` (not Linux): never, so the count stays at one case
-/// per CPU.
-fn idle_cpu(state: &mut State) -> bool {
+/// Whether the rest of the machine (every process but this one) used less
+/// than one CPU's worth of the last whole look of [`LOOK`] or more; a call
+/// past a look's end closes it and starts the next, so the answer follows
+/// what the machine does. Without `/proc` (not Linux): never, so each run
+/// keeps to one case per CPU.
+fn room(shared: &mut Shared) -> bool {
+    if shared
+        .look
+        .is_some_and(|(_, started)| started.elapsed() < LOOK)
+    {
+        return shared.room;
+    }
     let Some(now) = cpu_times() else {
         return false;
     };
-    match state.look {
-        Some((then, started)) if started.elapsed() >= LOOK => {
-            let total = now.total.saturating_sub(then.total);
-            let idle = now.idle.saturating_sub(then.idle);
-            state.idle = total > 0 && idle * now.cpus >= total;
-            state.look = Some((now, Instant::now()));
-        }
-        Some(_) => {}
-        None => state.look = Some((now, Instant::now())),
+    if let Some((then, _)) = shared.look {
+        let total = now.total.saturating_sub(then.total);
+        let busy = total.saturating_sub(now.idle.saturating_sub(then.idle));
+        let others = busy.saturating_sub(now.own.saturating_sub(then.own));
+        shared.room = total > 0 && others * now.cpus < total;
     }
-    state.idle
+    shared.look = Some((now, Instant::now()));
+    shared.room
 }
 
-/// The machine's idle and total CPU time (`cpu` line of `/proc/stat`).
+/// The machine's idle and total CPU time (`cpu` line of `/proc/stat`) and
+/// this process's (`utime` and `stime` of `/proc/self/stat`), all in clock
+/// ticks.
 fn cpu_times() -> Option<CpuTimes> {
     let stat = std::fs::read_to_string("/proc/stat").ok()?;
     let line = stat.lines().find(|line| line.starts_with("cpu "))?;
@@ -143,9 +188,16 @@ fn cpu_times() -> Option<CpuTimes> {
         .filter(|line| line.starts_with("cpu") && !line.starts_with("cpu "))
         .count()
         .max(1) as u64;
+    // After the command name (in parentheses, which may hold spaces): the
+    // state is field 3, utime 14 and stime 15.
+    let own = std::fs::read_to_string("/proc/self/stat").ok()?;
+    let mut after = own.rsplit_once(')')?.1.split_whitespace().skip(11);
+    let utime: u64 = after.next()?.parse().ok()?;
+    let stime: u64 = after.next()?.parse().ok()?;
     Some(CpuTimes {
         idle,
         total: fields.iter().take(8).sum(),
+        own: utime + stime,
         cpus,
     })
 }
@@ -160,17 +212,38 @@ mod tests {
         assert_eq!(admission.workers(), 2);
         let first = admission.enter();
         let _second = admission.enter();
-        assert_eq!(admission.state.lock().unwrap().running, 2);
+        assert_eq!(*lock(&admission.running), 2);
         drop(first);
         let _third = admission.enter();
-        assert_eq!(admission.state.lock().unwrap().running, 2);
+        assert_eq!(*lock(&admission.running), 2);
     }
 
     #[test]
-    fn the_adaptive_count_admits_one_case_per_cpu_at_once() {
-        let admission = Admission::new(None);
-        let admitted: Vec<_> = (0..admission.cpus).map(|_| admission.enter()).collect();
-        assert_eq!(admitted.len(), admission.cpus);
-        assert!(admission.workers() >= admission.cpus);
+    fn every_adaptive_run_has_one_case_per_cpu_whatever_the_others_run() {
+        let first = Admission::new(None);
+        let second = Admission::new(None);
+        let a: Vec<_> = (0..first.cpus).map(|_| first.enter()).collect();
+        let b: Vec<_> = (0..second.cpus).map(|_| second.enter()).collect();
+        assert_eq!(a.len() + b.len(), 2 * first.cpus);
+        assert!(a.iter().chain(&b).all(|admitted| !admitted.extra));
+        assert!(first.workers() >= first.cpus);
+    }
+
+    #[test]
+    fn this_process_s_cpu_time_is_read() {
+        let Some(before) = cpu_times() else {
+            return; // not Linux
+        };
+        let start = Instant::now();
+        let mut spin = 0u64;
+        while start.elapsed() < Duration::from_millis(60) {
+            spin = std::hint::black_box(spin.wrapping_add(1));
+        }
+        let after = cpu_times().expect("read once, read again");
+        assert!(
+            after.own > before.own,
+            "60 ms of spinning moved no clock tick of this process"
+        );
+        assert!(after.total >= before.total);
     }
 }

@@ -19,7 +19,7 @@ pub use rank::RankCtx;
 pub(crate) use rank::{note_completion_report, Script};
 pub use run::run_script;
 pub(crate) use run::{panic_message, run_ranks, run_world, Ranks, Run};
-pub(crate) use sample::{across_processes, remote_progress};
+pub(crate) use sample::{across_processes, remote_progress, starved};
 pub(crate) use signals::{Journal, JournalPart, Signals};
 pub use watch::eventually;
 pub(crate) use watch::{

@@ -226,6 +226,15 @@ pub(super) fn process() -> ProcessSeen {
     state.seen
 }
 
+/// Whether, at the last sample (at most [`SAMPLE`] old), some thread of
+/// this process that is not the kit's waited to run for a quarter of the
+/// sample: the process has more to run than the CPUs it gets, so the kit
+/// could not vouch for a blocked call now (the runner starts no more cases
+/// then).
+pub(crate) fn starved() -> bool {
+    process().starved
+}
+
 /// Locks `mutex`, whatever a panicking holder left in it: the kit's own
 /// state stays readable after a rank panicked (the panic is the verdict).
 pub(crate) fn guard<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {

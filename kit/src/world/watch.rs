@@ -316,14 +316,16 @@ pub(crate) fn polled<T>(
 }
 
 /// Runs `call`, which `invariant` says returns at once: within
-/// [`slack::PROMPT`](crate::check::slack::PROMPT). The supervisor watches it
-/// as [`polled`] does, with that limit: a call that blocks for `PROMPT` of
-/// time the kit can vouch for ends the case as a failure of `invariant`.
-/// A call that took longer than `PROMPT` of wall time, but that the
-/// supervisor did not see blocked that long, ran while its rank waited for
-/// a CPU (a loaded machine): the kit cannot say it blocked, so the check is
-/// [`Finding::Inconclusive`] (prefixed with `context` of the result), never
-/// failed on a clock.
+/// [`slack::PROMPT`](crate::check::slack::PROMPT) (250 ms). The supervisor
+/// watches it as [`polled`] does, under the block guard's own limit
+/// ([`slack::BLOCKED`](crate::check::slack::BLOCKED), a second): a call that
+/// blocks that long, counting only time the kit can vouch for, ends the
+/// case as a failure of `invariant`. (The supervisor samples the threads'
+/// run queues every quarter second, too coarsely to vouch for 250 ms.) A
+/// call that took longer than `PROMPT` of wall time, but that the
+/// supervisor did not catch, is [`Finding::Inconclusive`] (prefixed with
+/// `context` of the result): the kit cannot say that it blocked rather than
+/// waited for a CPU, so it is retried, never failed on a clock.
 pub(crate) fn prompt<T>(
     what: &'static str,
     invariant: &'static str,
@@ -332,14 +334,15 @@ pub(crate) fn prompt<T>(
 ) -> Result<T, Finding> {
     let limit = crate::check::slack::PROMPT;
     let start = Instant::now();
-    let result = polled(what, invariant, limit, call);
+    let result = polled(what, invariant, crate::check::slack::BLOCKED, call);
     let took = start.elapsed();
     if took > limit {
         return Err(Finding::Inconclusive(format!(
             "{}: {what} took {took:?} of wall time, more than the {limit:?} a nonblocking call may take \
-             ({invariant}), but the kit cannot vouch that it blocked: the machine was too busy for the rank to \
-             run meanwhile",
-            context(&result)
+             ({invariant}), but the kit cannot vouch that it blocked rather than waited for a CPU (the block \
+             guard fails a call blocked for {:?} of time in which it could have run)",
+            context(&result),
+            crate::check::slack::BLOCKED
         )));
     }
     Ok(result)
