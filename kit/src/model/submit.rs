@@ -13,10 +13,15 @@ use super::live::Live;
 use super::op::Work;
 use super::reference::{Fate, HandleState, NewSubmission, Via};
 use super::runner::Runner;
+use super::scheduler::soon;
 use super::variant::Vary;
 use crate::check::Finding;
 use crate::harness::{Harness, WorkState};
 use crate::matrix::{self, Driver, PendingVia, Subject};
+
+/// Scheduling points a settle gives the backend's threads before it looks
+/// at the observers (a lane picks up the work just submitted).
+const LANE_TURNS: usize = 8;
 
 impl<'c, 'w, H: Harness> Runner<'c, 'w, H> {
     /// The driver of `work`, its index in claim order, and its
@@ -242,10 +247,33 @@ impl<'c, 'w, H: Harness> Runner<'c, 'w, H> {
         released
     }
 
+    /// Settles after a submission or release (see
+    /// [`Options::settle`](super::Options::settle)), by events where the
+    /// harness gives them: with an observer, until every submission the
+    /// model says will finish by itself (released, or never held) is
+    /// observed ended, at most `settle`, after giving the lanes a turn to
+    /// pick up new work; without one, by sleeping `settle`.
     pub(super) fn settle(&self) {
-        if !self.options.settle.is_zero() {
-            self.scheduler.sleep(self.options.settle);
+        let settle = self.options.settle;
+        if settle.is_zero() {
+            return;
         }
+        if !self.instruments.observer {
+            self.scheduler.sleep(settle);
+            return;
+        }
+        let statuses = self.model.statuses();
+        let due: Vec<usize> = (0..self.live.len())
+            .filter(|&index| {
+                statuses[index].due && self.observer_state(index) == Some(WorkState::Live)
+            })
+            .collect();
+        for _ in 0..LANE_TURNS {
+            self.scheduler.yield_now();
+        }
+        soon(&*self.scheduler, settle, || {
+            due.iter().all(|&index| self.observed_ended(index))
+        });
     }
 
     /// Lets the work complete: releases the hold or lets the peer join.
