@@ -67,6 +67,7 @@
 mod boundary;
 mod format;
 mod input;
+mod tally;
 
 use input::LIMIT;
 pub use input::{
@@ -81,6 +82,7 @@ use crate::harness::Harness;
 use crate::model::{check_sequence_with, Options, Sequence};
 
 pub use boundary::{check_boundary, run_boundary};
+pub use tally::{decoded, DecodedCount};
 
 /// The version byte of the inputs this kit writes (and the newest it reads).
 pub const FORMAT: u8 = input::VERSION;
@@ -245,6 +247,7 @@ pub(crate) fn fail(failure: Failure) -> ! {
 pub fn prepare(target: Target, data: &[u8]) {
     contain_rank_panics();
     write_decoded_if_asked(target, data);
+    tally::count(target, decode(target, data).is_ok());
 }
 
 /// The `sequence` fuzz target: [`check`], panicking on a failure.

@@ -196,3 +196,23 @@ fn headers_are_numbered_in_format_order() {
     assert_eq!(Header::ALL[6], Header::Count);
     assert_eq!(Kinds::NAMES[8], "Release");
 }
+
+#[test]
+fn prepare_counts_decoded_and_rejected_inputs() {
+    let before = super::decoded(Target::Report);
+    super::prepare(Target::Report, &[]);
+    super::prepare(Target::Report, &[super::FORMAT, 0, b'x']);
+    let after = super::decoded(Target::Report);
+    // Other tests may count inputs of their own meanwhile: at least these two.
+    assert!(after.inputs >= before.inputs + 2);
+    assert!(after.decoded > before.decoded);
+    assert!(after.rejected() > before.rejected());
+    let shown = super::DecodedCount {
+        inputs: 8,
+        decoded: 6,
+    };
+    assert_eq!(
+        shown.to_string(),
+        "8 inputs, 6 decoded (75.0 %), 2 rejected"
+    );
+}
