@@ -221,18 +221,7 @@ fn sequence_seeds() -> Vec<(&'static str, Program)> {
     vec![
         ("local", released(Work::LocalDependencies)),
         ("submit", released(Work::Submit)),
-        ("operations", {
-            let mut ops = Vec::new();
-            for (sub, index) in (0..8u8).enumerate() {
-                let sub = sub as u8;
-                ops.extend([
-                    submit(Work::Operation(index)),
-                    Op::Release { sub },
-                    Op::Wait { sub },
-                ]);
-            }
-            Program::new(ops)
-        }),
+        ("operations", every_operation()),
         (
             "gather",
             released(Work::UnevenGather {
@@ -306,7 +295,72 @@ fn sequence_seeds() -> Vec<(&'static str, Program)> {
                 Op::DropCompletion { sub: 0 },
             ]),
         ),
+        (
+            // Format 2: a fork dropped with held work queued on it, which
+            // must still complete once released (RET-2).
+            "drop-lane",
+            Program::new(vec![
+                Op::Fork { count: 1 },
+                Op::Submit {
+                    work: Work::Submit,
+                    lane: 1,
+                    fault: false,
+                },
+                Op::DropLane { lane: 0 },
+                Op::Release { sub: 0 },
+                Op::Wait { sub: 0 },
+            ]),
+        ),
+        (
+            // Format 2: empty local dependencies, lazy values, refused
+            // submissions of both APIs, on idle lanes (EXC-10, SUB-2, SUB-4).
+            "idle-lanes",
+            Program::new(vec![
+                Op::EmptyLocal { lane: 0 },
+                Op::SubmitLazy { lane: 0 },
+                Op::Refused {
+                    local: true,
+                    lane: 0,
+                },
+                Op::Refused {
+                    local: false,
+                    lane: 0,
+                },
+                submit(Work::Submit),
+                Op::Release { sub: 0 },
+                Op::Wait { sub: 0 },
+                Op::EmptyLocal { lane: 0 },
+            ]),
+        ),
+        (
+            "three-ranks",
+            Program {
+                ranks: 3,
+                ..every_operation()
+            },
+        ),
+        (
+            "four-ranks",
+            Program {
+                ranks: 4,
+                ..every_operation()
+            },
+        ),
     ]
+}
+
+/// Every claimed operation's standard submission, released and waited for.
+fn every_operation() -> Program {
+    let mut ops = Vec::new();
+    for (sub, index) in (0..8u8).enumerate() {
+        let sub = sub as u8;
+        ops.extend([
+            submit(Work::Operation(index)),
+            Op::Release { sub },
+            Op::Wait { sub },
+        ]);
+    }
+    Program::new(ops)
 }
 
 fn deadline_seeds() -> Vec<(&'static str, DeadlineCase)> {
@@ -444,5 +498,37 @@ fn seeds_decode_to_their_inputs() {
     for (name, case) in boundary_seeds() {
         let decoded = fuzz::decode(Target::Boundary, &case.encode());
         assert_eq!(decoded, Ok(fuzz::Input::Boundary(case)), "{name}");
+    }
+}
+
+/// The format-2 seeds reach what format 1 could not: each fails on the
+/// planted defect of the operation it adds, naming that defect's invariant.
+#[test]
+fn format_2_seeds_find_what_format_1_could_not() {
+    let seeds = sequence_seeds();
+    let seed = |name: &str| {
+        seeds
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, program)| program.encode())
+            .expect("seed")
+    };
+    for (name, defect) in [
+        ("drop-lane", Defect::ExecutorNotRetained),
+        ("idle-lanes", Defect::EmptyLocalDepsHang),
+        ("idle-lanes", Defect::SubmitSkipsEvaluation),
+        ("idle-lanes", Defect::SubmitErrorLeavesWork),
+    ] {
+        let failure = check(
+            Target::Sequence,
+            &CpuHarness::with_defect(defect),
+            &seed(name),
+        )
+        .expect_err(name);
+        assert_eq!(
+            failure.id,
+            Some(defect.invariant()),
+            "{name} on {defect:?}: {failure}"
+        );
     }
 }

@@ -66,6 +66,7 @@
 
 mod boundary;
 mod format;
+mod format2;
 mod input;
 mod tally;
 
@@ -79,18 +80,27 @@ use std::sync::{Arc, Once};
 use std::time::Duration;
 
 use crate::harness::Harness;
-use crate::model::{check_sequence_with, Options, Sequence};
+use crate::model::{check_sequence_sized, check_sequence_with, Options, Sequence};
 
 pub use boundary::{check_boundary, run_boundary};
 pub use tally::{decoded, DecodedCount};
 
-/// The version byte of the inputs this kit writes (and the newest it reads).
-pub const FORMAT: u8 = input::VERSION;
+/// The newest format version this kit reads, and the one it writes
+/// `sequence` inputs in; `deadlines`, `boundary` and `report` inputs are
+/// still format 1 (their layouts did not change).
+pub const FORMAT: u8 = input::SEQUENCE_VERSION;
 
 /// Decodes `data` as an input of `target`: never panics, whatever the bytes.
 pub fn decode(target: Target, data: &[u8]) -> Result<Input, Rejection> {
     match target {
-        Target::Sequence => format::program(data).map(Input::Sequence),
+        Target::Sequence => match data.first() {
+            Some(&input::SEQUENCE_VERSION) => {
+                let mut reader = format::Reader::new(data);
+                reader.byte();
+                format2::program(reader).map(Input::Sequence)
+            }
+            _ => format::program(data).map(Input::Sequence),
+        },
         Target::Boundary => format::boundary(data).map(Input::Boundary),
         Target::Deadlines => format::deadline(data).map(Input::Deadlines),
         Target::Report => format::report(data).map(Input::Report),
@@ -178,9 +188,19 @@ pub fn check<H: Harness + Clone>(harness: &H, data: &[u8]) -> Result<(), Failure
     let Ok(Input::Sequence(program)) = decode(Target::Sequence, data) else {
         return Ok(());
     };
-    check_sequence_with(Arc::new(harness.clone()), &program.ops, program.options())
-        .map(drop)
-        .map_err(|divergence| sequence_failure(Target::Sequence, data, divergence, &program.ops))
+    // A world size the harness does not build runs at two ranks.
+    let ranks = match harness.world_sizes().contains(program.ranks) {
+        true => program.ranks,
+        false => 2,
+    };
+    check_sequence_sized(
+        Arc::new(harness.clone()),
+        &program.ops,
+        program.options(),
+        ranks,
+    )
+    .map(drop)
+    .map_err(|divergence| sequence_failure(Target::Sequence, data, divergence, &program.ops))
 }
 
 /// The `deadlines` target's check: one bounded wait (1 ns to

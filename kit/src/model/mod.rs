@@ -98,6 +98,7 @@ mod blame;
 mod bounded;
 mod complete;
 mod drain;
+mod extra;
 mod handles;
 mod live;
 mod observe;
@@ -119,7 +120,7 @@ pub use op::{Header, Mode, Op, Sequence, Timeout, Work};
 pub use outcome::{Divergence, Options, Stats};
 pub use scheduled::check_sequence_on;
 pub use scheduler::{Event, Join, Progress, Scheduler, StdThreads};
-pub use std_world::{check_sequence, check_sequence_with};
+pub use std_world::{check_sequence, check_sequence_sized, check_sequence_with};
 pub use strategy::{op_strategy, sequence_strategy, work_strategy};
 
 pub(crate) use peer::teardown_mode;

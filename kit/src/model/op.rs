@@ -287,6 +287,40 @@ pub enum Op {
         /// Which submission.
         sub: u8,
     },
+    /// Drops a forked lane's owned executor (`lane` modulo the forks still
+    /// held), with whatever work is queued on it: that work must still
+    /// complete once released (RET-2). Later operations on the lane are
+    /// skipped. Input format 2 and later.
+    DropLane {
+        /// Which fork.
+        lane: u8,
+    },
+    /// `submit_local_dependencies` with no tensors on an idle `lane`: it
+    /// must complete promptly (EXC-10). Skipped while earlier work on the
+    /// lane is unfinished or a fault is armed on it. Input format 2 and later.
+    EmptyLocal {
+        /// Which lane.
+        lane: u8,
+    },
+    /// `submit` of lazy (unmaterialised) values built from a materialised
+    /// one on an idle `lane`: once complete, every given value reads back
+    /// materialised and exact (SUB-2). Skipped without a lazy operation in
+    /// the tensor context. Input format 2 and later.
+    SubmitLazy {
+        /// Which lane.
+        lane: u8,
+    },
+    /// A refused submission on an idle `lane` (the submission-fault
+    /// instrument armed, the lane held where the hold instrument exists):
+    /// it must return `Err` and leave no live work behind, its inputs freed
+    /// once dropped (SUB-4). `local` picks `submit_local_dependencies`, else
+    /// `submit`. Input format 2 and later.
+    Refused {
+        /// Which submission API.
+        local: bool,
+        /// Which lane.
+        lane: u8,
+    },
 }
 
 /// Prints the work as a Rust expression (`Work::Agree { votes: [true, false] }`).
@@ -350,6 +384,12 @@ impl std::fmt::Display for Op {
                 write!(f, "Op::OrderAfter {{ sub: {sub}, lane: {lane} }}")
             }
             Self::Retain { sub } => write!(f, "Op::Retain {{ sub: {sub} }}"),
+            Self::DropLane { lane } => write!(f, "Op::DropLane {{ lane: {lane} }}"),
+            Self::EmptyLocal { lane } => write!(f, "Op::EmptyLocal {{ lane: {lane} }}"),
+            Self::SubmitLazy { lane } => write!(f, "Op::SubmitLazy {{ lane: {lane} }}"),
+            Self::Refused { local, lane } => {
+                write!(f, "Op::Refused {{ local: {local}, lane: {lane} }}")
+            }
         }
     }
 }

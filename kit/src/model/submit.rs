@@ -39,6 +39,8 @@ impl<'c, 'w, H: Harness> Runner<'c, 'w, H> {
                 let index = usize::from(index).checked_rem(self.drivers.len())?;
                 Some((self.drivers[index], index, None))
             }
+            // Per-member parameters name two members.
+            _ if self.ctx.size() != 2 => None,
             varied => {
                 let (driver, vary) = self.ctx.harness().claims().varied(varied.operation()?)?;
                 let index = self
@@ -63,7 +65,7 @@ impl<'c, 'w, H: Harness> Runner<'c, 'w, H> {
     }
 
     /// A failure of clean work (submission `index`): usually
-    /// [`Self::clean_failure_id`]'s invariant. But when a fault injected
+    /// [`Self::clean_failure_id`]'s invariant, RET-2 on a dropped lane. But when a fault injected
     /// into another submission has not shown there, the fault may have
     /// landed here instead, and the value invariant would be the wrong one
     /// to blame. The fault instrument fails "the next native work item on
@@ -82,6 +84,14 @@ impl<'c, 'w, H: Harness> Runner<'c, 'w, H> {
                 && self.observer_state(k) != Some(WorkState::Failed)
         };
         let Some(other) = (0..self.model.subs.len()).find(|&k| unshown(k)) else {
+            // Its lane's executor was dropped while it was queued: the
+            // completion must keep the executor alive until it ends (RET-2).
+            if self.dropped(record.lane) {
+                return breach(
+                    "RET-2",
+                    format!("{message}; its lane's executor was dropped while it was queued (the completion must keep it alive)"),
+                );
+            }
             return breach(self.clean_failure_id(record.subject), message);
         };
         let lane = self.model.subs[other].lane;
@@ -133,6 +143,9 @@ impl<'c, 'w, H: Harness> Runner<'c, 'w, H> {
                 .unwrap_or(usize::from(lane) % self.lanes()),
             None => usize::from(lane) % self.lanes(),
         };
+        if self.dropped(lane) {
+            return Ok(false);
+        }
         let faulted = fault
             && self.instruments.fault
             && self
