@@ -333,6 +333,20 @@ fn sequence_seeds() -> Vec<(&'static str, Program)> {
             ]),
         ),
         (
+            // Format 2: empty local dependencies and lazy values on a fork
+            // while held work waits on the rank's own lane: independent
+            // lanes let them complete at once (SUB-1).
+            "busy-lanes",
+            Program::new(vec![
+                Op::Fork { count: 1 },
+                submit(Work::Submit),
+                Op::EmptyLocal { lane: 1 },
+                Op::SubmitLazy { lane: 1 },
+                Op::Release { sub: 0 },
+                Op::Wait { sub: 0 },
+            ]),
+        ),
+        (
             "three-ranks",
             Program {
                 ranks: 3,
@@ -518,6 +532,7 @@ fn format_2_seeds_find_what_format_1_could_not() {
         ("idle-lanes", Defect::EmptyLocalDepsHang),
         ("idle-lanes", Defect::SubmitSkipsEvaluation),
         ("idle-lanes", Defect::SubmitErrorLeavesWork),
+        ("busy-lanes", Defect::ForkSharesLane),
     ] {
         let failure = check(
             Target::Sequence,

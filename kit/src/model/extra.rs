@@ -35,6 +35,26 @@ impl<'c, 'w, H: Harness> Runner<'c, 'w, H> {
         idle.then_some(lane)
     }
 
+    /// The invariant to name when new work on idle `lane` did not
+    /// complete: `own`, unless work on another lane is unfinished: then the
+    /// likeliest cause is that the lanes share one queue (SUB-1: forked
+    /// lanes are independent), and the message says which.
+    fn stuck_id(&self, lane: usize, own: &'static str) -> (&'static str, String) {
+        let busy = (0..self.model.subs.len()).find(|&i| {
+            self.model.subs[i].lane != lane && !self.model.ended(i) && !self.observed_ended(i)
+        });
+        match busy {
+            Some(other) => (
+                "SUB-1",
+                format!(
+                    "; lane {lane} had no unfinished work, but submission {other} on lane {} had: the lanes do not run independently",
+                    self.model.subs[other].lane
+                ),
+            ),
+            None => (own, String::new()),
+        }
+    }
+
     /// `Op::DropLane`: drops the owned executor of a fork still held
     /// (`lane` modulo their number); `false` when none is.
     pub(super) fn drop_lane(&mut self, lane: u8) -> bool {
@@ -87,18 +107,21 @@ impl<'c, 'w, H: Harness> Runner<'c, 'w, H> {
         );
         let completion = match submitted {
             Ok(submission) => Handle::<H>::Communication(submission.completion),
-            Err(error) => return Err(breach(
-                "EXC-10",
-                format!(
+            Err(error) => {
+                return Err(breach(
+                    "EXC-10",
+                    format!(
                     "submit_local_dependencies with no tensors on idle lane {lane} failed: {error}"
                 ),
-            )),
+                ))
+            }
         };
         if let Err(problem) = self.completes(&completion) {
             self.tear_down_stray(completion);
+            let (id, cause) = self.stuck_id(lane, "EXC-10");
             return Err(breach(
-                "EXC-10",
-                format!("submit_local_dependencies with no tensors on idle lane {lane}: {problem}; expected it to complete promptly"),
+                id,
+                format!("submit_local_dependencies with no tensors on idle lane {lane}: {problem}; expected it to complete promptly{cause}"),
             ));
         }
         Ok(true)
@@ -133,9 +156,10 @@ impl<'c, 'w, H: Harness> Runner<'c, 'w, H> {
             })?;
         if let Err(problem) = self.completes(&completion) {
             self.tear_down_stray(completion);
+            let (id, cause) = self.stuck_id(lane, "SUB-2");
             return Err(breach(
-                "SUB-2",
-                format!("submit of a lazy value on idle lane {lane}: {problem}"),
+                id,
+                format!("submit of a lazy value on idle lane {lane}: {problem}{cause}"),
             ));
         }
         let got = self

@@ -201,7 +201,8 @@ impl Mode {
     }
 }
 
-/// One step of a sequence run on rank 0 of a two-rank world.
+/// One step of a sequence run on rank 0 of a world of two ranks (or up to
+/// four: [`check_sequence_sized`](super::check_sequence_sized)).
 ///
 /// `sub` indexes the submissions made so far, in submission order, modulo
 /// their number; `lane` indexes the rank's executors (lane 0 is the rank's
