@@ -5,8 +5,8 @@
 //! values (SUB-2), and a refused submission (SUB-4).
 //!
 //! The last three run only on an *idle* lane (not dropped, every earlier
-//! submission on it ended, its `order_after` gates passed, no fault armed
-//! on it), where new work starts at once: what the contract says of them
+//! submission on it released and ended, its `order_after` gates passed, no
+//! fault armed on it), where new work starts at once: what the contract says of them
 //! then does not depend on the model's other submissions, which they leave
 //! untouched.
 
@@ -27,7 +27,16 @@ impl<'c, 'w, H: Harness> Runner<'c, 'w, H> {
     /// Lane `lane` (modulo the lanes) when it is idle (see the module docs).
     fn idle_lane(&self, lane: u8) -> Option<usize> {
         let lane = usize::from(lane) % self.lanes();
+        // A hold is on the executor, not on one work item: a lane whose
+        // held work ended by other means (a native cancellation) stays held
+        // until that submission is released.
+        let unheld = self
+            .model
+            .subs
+            .iter()
+            .all(|record| record.lane != lane || record.released);
         let idle = !self.dropped(lane)
+            && unheld
             && !self.model.lane_faulted(lane)
             && self
                 .model
@@ -41,7 +50,9 @@ impl<'c, 'w, H: Harness> Runner<'c, 'w, H> {
     /// lanes are independent), and the message says which.
     fn stuck_id(&self, lane: usize, own: &'static str) -> (&'static str, String) {
         let busy = (0..self.model.subs.len()).find(|&i| {
-            self.model.subs[i].lane != lane && !self.model.ended(i) && !self.observed_ended(i)
+            let record = &self.model.subs[i];
+            record.lane != lane
+                && (!record.released || (!self.model.ended(i) && !self.observed_ended(i)))
         });
         match busy {
             Some(other) => (
