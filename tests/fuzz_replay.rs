@@ -333,6 +333,17 @@ fn sequence_seeds() -> Vec<(&'static str, Program)> {
             ]),
         ),
         (
+            // Format 2: RET-2's and SUB-3's shapes, one operation each.
+            "shapes",
+            Program::new(vec![
+                Op::DropQueued { lane: 0 },
+                Op::OrderedPair { lane: 0 },
+                Op::IsComplete { sub: 2 },
+                Op::Release { sub: 1 },
+                Op::Wait { sub: 2 },
+            ]),
+        ),
+        (
             // Format 2: empty local dependencies and lazy values on a fork
             // while held work waits on the rank's own lane: independent
             // lanes let them complete at once (SUB-1).
@@ -533,13 +544,16 @@ fn format_2_seeds_find_what_format_1_could_not() {
         ("idle-lanes", Defect::SubmitSkipsEvaluation),
         ("idle-lanes", Defect::SubmitErrorLeavesWork),
         ("busy-lanes", Defect::ForkSharesLane),
+        ("shapes", Defect::ExecutorNotRetained),
+        ("shapes", Defect::OrderAfterIgnored),
     ] {
         let failure = check(
             Target::Sequence,
             &CpuHarness::with_defect(defect),
             &seed(name),
         )
-        .expect_err(name);
+        .err()
+        .unwrap_or_else(|| panic!("{name} passes on {defect:?}"));
         assert_eq!(
             failure.id,
             Some(defect.invariant()),

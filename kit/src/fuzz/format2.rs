@@ -5,9 +5,10 @@
 //! `[2] [ranks] [mask: u32 LE] [flags] (selector arguments)*`: the world
 //! has `2 + ranks % 3` ranks; the mask and the selector work as in format 1
 //! over [`Kinds::NAMES`], whose first 18 kinds keep format 1's argument
-//! bytes, and four more follow: `DropLane` (`lane`), `EmptyLocal`
+//! bytes, and six more follow: `DropLane` (`lane`), `EmptyLocal`
 //! (`lane`), `SubmitLazy` (`lane`), `Refused` (`api lane`, api bit 0:
-//! `submit_local_dependencies`). Flags bit 0 settles. At most [`MAX_OPS`]
+//! `submit_local_dependencies`), `DropQueued` (`lane`) and `OrderedPair`
+//! (`lane`). Flags bit 0 settles. At most [`MAX_OPS`]
 //! operations.
 //!
 //! Frozen like format 1: a change to what some bytes decode to is format 3.
@@ -53,6 +54,8 @@ fn op(kind: usize, r: &mut Reader<'_>) -> Option<Op> {
         18 => Op::DropLane { lane: r.byte()? },
         19 => Op::EmptyLocal { lane: r.byte()? },
         20 => Op::SubmitLazy { lane: r.byte()? },
+        22 => Op::DropQueued { lane: r.byte()? },
+        23 => Op::OrderedPair { lane: r.byte()? },
         _ => {
             let [api, lane] = r.bytes()?;
             Op::Refused {
@@ -114,6 +117,8 @@ fn op_bytes(op: Op) -> (usize, Vec<u8>) {
         Op::EmptyLocal { lane } => (19, vec![lane]),
         Op::SubmitLazy { lane } => (20, vec![lane]),
         Op::Refused { local, lane } => (21, vec![u8::from(local), lane]),
+        Op::DropQueued { lane } => (22, vec![lane]),
+        Op::OrderedPair { lane } => (23, vec![lane]),
     }
 }
 

@@ -21,7 +21,7 @@ pub(crate) const LIMIT: Duration = Duration::from_secs(5);
 /// Operation kinds of a sequence input, numbered for the swarm mask and the
 /// selector byte (frozen): format 1 has the first [`V1_KINDS`], format 2
 /// all of them.
-pub(crate) const KINDS: [&str; 22] = [
+pub(crate) const KINDS: [&str; 24] = [
     "LocalDependencies",
     "Submit",
     "Operation",
@@ -44,6 +44,8 @@ pub(crate) const KINDS: [&str; 22] = [
     "EmptyLocal",
     "SubmitLazy",
     "Refused",
+    "DropQueued",
+    "OrderedPair",
 ];
 
 /// How many of [`KINDS`] format 1 has.
@@ -123,7 +125,7 @@ pub struct Kinds(u32);
 impl Kinds {
     /// The kinds, in mask-bit order (frozen by the format; format 1 has
     /// the first 18).
-    pub const NAMES: [&'static str; 22] = KINDS;
+    pub const NAMES: [&'static str; 24] = KINDS;
 
     /// Every kind (of the newest format).
     pub const ALL: Self = Self((1 << KINDS.len()) - 1);

@@ -51,13 +51,17 @@
 //! `2 + ranks % 3` ranks (every rank but 0 a late peer:
 //! [`crate::model::check_sequence_sized`]; a harness that does not build
 //! that size runs it at 2), then format 1's mask, flags and operations over
-//! the 22 kinds of [`Kinds::NAMES`]: the first 18 with format 1's argument
+//! the 24 kinds of [`Kinds::NAMES`]: the first 18 with format 1's argument
 //! bytes, then `DropLane` (`lane`: a fork's executor dropped with its queued
 //! work, RET-2), `EmptyLocal` (`lane`: empty local dependencies, EXC-10),
 //! `SubmitLazy` (`lane`: lazy values given to `submit`, SUB-2) and
 //! `Refused` (`api lane`, api bit 0 for `submit_local_dependencies`: a
-//! submission refused by the submission-fault instrument, SUB-4). At most
-//! 128 operations.
+//! submission refused by the submission-fault instrument, SUB-4), and two
+//! shapes that take several operations in format 1, one operation each:
+//! `DropQueued` (`lane`: plain work queued on a fork whose executor is then
+//! dropped, RET-2) and `OrderedPair` (`lane`: a held producer, a consumer
+//! ordered after it on another lane and released, SUB-3). At most 128
+//! operations.
 //!
 //! ## Format 1
 //!

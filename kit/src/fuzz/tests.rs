@@ -164,7 +164,7 @@ proptest! {
         sequence in sequence_strategy(40),
         settle in any::<bool>(),
         ranks in 2usize..=4,
-        extra in proptest::collection::vec((0u8..4, any::<u8>(), any::<bool>()), 0..8),
+        extra in proptest::collection::vec((0u8..6, any::<u8>(), any::<bool>()), 0..8),
     ) {
         let ops: Vec<Op> = sequence
             .iter()
@@ -177,7 +177,9 @@ proptest! {
                 0 => Op::DropLane { lane },
                 1 => Op::EmptyLocal { lane },
                 2 => Op::SubmitLazy { lane },
-                _ => Op::Refused { local, lane },
+                3 => Op::Refused { local, lane },
+                4 => Op::DropQueued { lane },
+                _ => Op::OrderedPair { lane },
             }))
             .collect();
         let program = Program { format: FORMAT, ranks, enabled: Kinds::ALL, settle, ops: Sequence(ops) };

@@ -80,6 +80,73 @@ impl<'c, 'w, H: Harness> Runner<'c, 'w, H> {
         true
     }
 
+    /// A fork still held, forking one when none is (`None` when no lane
+    /// can be added): lane `1 + fork`.
+    fn held_fork(&mut self, pick: u8) -> Result<Option<usize>, Breach> {
+        let held = |runner: &Self| -> Vec<usize> {
+            (0..runner.forks.len())
+                .filter(|&fork| runner.forks[fork].is_some())
+                .collect()
+        };
+        if held(self).is_empty() && !self.fork(1)? {
+            return Ok(None);
+        }
+        let held = held(self);
+        Ok(held.get(usize::from(pick) % held.len().max(1)).copied())
+    }
+
+    /// `Op::DropQueued`: [`Op::Submit`](super::Op::Submit) of plain work
+    /// on a fork (forked first when none is held), then
+    /// [`Op::DropLane`](super::Op::DropLane) of that fork: RET-2's shape in
+    /// one operation. The work is released by a later `Release` or the
+    /// final drain, and must then complete.
+    pub(super) fn drop_queued(&mut self, lane: u8) -> Result<bool, Breach> {
+        let Some(fork) = self.held_fork(lane)? else {
+            return Ok(false);
+        };
+        if !self.submit(super::op::Work::Submit, (fork + 1) as u8, false)? {
+            return Ok(false);
+        }
+        drop(self.forks[fork].take());
+        Ok(true)
+    }
+
+    /// `Op::OrderedPair`: plain work on `lane` (the producer, held), the
+    /// next lane still held ordered after it (`order_after`; forked first
+    /// when there is none), plain work on that lane (the consumer), and the
+    /// consumer's release: SUB-3's shape in one operation. The consumer must not
+    /// complete before its producer is released.
+    pub(super) fn ordered_pair(&mut self, lane: u8) -> Result<bool, Breach> {
+        let producer = self.live.len();
+        if !self.submit(super::op::Work::Submit, lane, false)? || self.live.len() == producer {
+            return Ok(false);
+        }
+        // The consumer's lane: the first other lane still held, forked
+        // when there is none.
+        let own = self.model.subs[producer].lane;
+        let other = |runner: &Self| {
+            (1..runner.lanes()).find(|k| !runner.dropped((own + k) % runner.lanes()))
+        };
+        if other(self).is_none() {
+            self.fork(1)?;
+        }
+        let Some(k) = other(self) else {
+            return Ok(true);
+        };
+        if !self.order_after(producer, (k - 1) as u8)? {
+            return Ok(true);
+        }
+        let consumer_lane = (own + k) % self.lanes();
+        let consumer = self.live.len();
+        if !self.submit(super::op::Work::Submit, consumer_lane as u8, false)?
+            || self.live.len() == consumer
+        {
+            return Ok(true);
+        }
+        self.release_and_settle(consumer, std::time::Duration::ZERO);
+        Ok(true)
+    }
+
     /// Polls `completion` until it reports completion, for up to
     /// `slack::RELEASE`: `Err` with what it reported otherwise.
     fn completes(&self, completion: &Handle<H>) -> Result<(), String> {

@@ -28,7 +28,8 @@
 //! (CAN-2's lower bound only: no speed is asserted), SUB-1..SUB-4 (RET-2,
 //! EXC-10, SUB-2 and SUB-4 through the operations of input format 2:
 //! [`Op::DropLane`], [`Op::EmptyLocal`], [`Op::SubmitLazy`],
-//! [`Op::Refused`], `extra.rs`), and every
+//! [`Op::Refused`], and the one-operation shapes [`Op::DropQueued`] and
+//! [`Op::OrderedPair`], `extra.rs`), and every
 //! operation invariant of the claimed operations: their value semantics
 //! (SUM-1, GAT-1, ...) on the standard submissions, and on parameterised
 //! ones ([`Work::UnevenGather`], [`Work::AllToAll`], [`Work::Broadcast`],

@@ -322,6 +322,21 @@ pub enum Op {
         /// Which lane.
         lane: u8,
     },
+    /// Plain work submitted (held) on a fork, forked first when none is
+    /// held, then that fork's executor dropped: [`Op::DropLane`]'s RET-2
+    /// shape in one operation. Input format 2 and later.
+    DropQueued {
+        /// Which held fork.
+        lane: u8,
+    },
+    /// A held producer on `lane`, `order_after` it on the next lane (forked
+    /// when there is one), a consumer there, and the consumer's release:
+    /// the consumer must not complete before its producer (SUB-3's shape in
+    /// one operation). Input format 2 and later.
+    OrderedPair {
+        /// The producer's lane.
+        lane: u8,
+    },
 }
 
 /// Prints the work as a Rust expression (`Work::Agree { votes: [true, false] }`).
@@ -391,6 +406,8 @@ impl std::fmt::Display for Op {
             Self::Refused { local, lane } => {
                 write!(f, "Op::Refused {{ local: {local}, lane: {lane} }}")
             }
+            Self::DropQueued { lane } => write!(f, "Op::DropQueued {{ lane: {lane} }}"),
+            Self::OrderedPair { lane } => write!(f, "Op::OrderedPair {{ lane: {lane} }}"),
         }
     }
 }

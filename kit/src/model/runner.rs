@@ -147,6 +147,8 @@ impl<'c, 'w, H: Harness> Runner<'c, 'w, H> {
             Op::EmptyLocal { lane } => self.empty_local(lane),
             Op::SubmitLazy { lane } => self.submit_lazy(lane),
             Op::Refused { local, lane } => self.refused_submission(local, lane),
+            Op::DropQueued { lane } => self.drop_queued(lane),
+            Op::OrderedPair { lane } => self.ordered_pair(lane),
             other => match self.pick(other) {
                 Some(index) => self.apply_to(index, other),
                 None => Ok(false),
@@ -208,7 +210,9 @@ impl<'c, 'w, H: Harness> Runner<'c, 'w, H> {
             | Op::DropLane { .. }
             | Op::EmptyLocal { .. }
             | Op::SubmitLazy { .. }
-            | Op::Refused { .. } => false,
+            | Op::Refused { .. }
+            | Op::DropQueued { .. }
+            | Op::OrderedPair { .. } => false,
         }
     }
 
@@ -231,7 +235,9 @@ impl<'c, 'w, H: Harness> Runner<'c, 'w, H> {
             | Op::DropLane { .. }
             | Op::EmptyLocal { .. }
             | Op::SubmitLazy { .. }
-            | Op::Refused { .. } => Ok(false),
+            | Op::Refused { .. }
+            | Op::DropQueued { .. }
+            | Op::OrderedPair { .. } => Ok(false),
         }
     }
 }
@@ -253,6 +259,8 @@ fn op_sub(op: Op) -> u8 {
         | Op::DropLane { .. }
         | Op::EmptyLocal { .. }
         | Op::SubmitLazy { .. }
-        | Op::Refused { .. } => 0,
+        | Op::Refused { .. }
+        | Op::DropQueued { .. }
+        | Op::OrderedPair { .. } => 0,
     }
 }
