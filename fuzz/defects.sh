@@ -31,7 +31,7 @@ if [ $# -gt 0 ]; then
   defects=("$@")
 else
   # Every `Defect` variant, in SPEC order, from the backend's source.
-  mapfile -t defects < <(sed -n 's/^ *\([A-Za-z]*\) => "\([A-Z0-9-]*\)".*/\1 \2/p' ../backends/cpu/src/defect.rs | cut -d' ' -f1)
+  mapfile -t defects < <(sed -n 's/^ *\([A-Za-z0-9]*\) => "\([A-Z0-9-]*\)".*/\1 \2/p' ../backends/cpu/src/defect.rs | cut -d' ' -f1)
 fi
 invariant() { sed -n "s/^ *$1 => \"\([A-Z0-9-]*\)\".*/\1/p" ../backends/cpu/src/defect.rs; }
 

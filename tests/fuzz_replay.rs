@@ -221,18 +221,7 @@ fn sequence_seeds() -> Vec<(&'static str, Program)> {
     vec![
         ("local", released(Work::LocalDependencies)),
         ("submit", released(Work::Submit)),
-        ("operations", {
-            let mut ops = Vec::new();
-            for (sub, index) in (0..8u8).enumerate() {
-                let sub = sub as u8;
-                ops.extend([
-                    submit(Work::Operation(index)),
-                    Op::Release { sub },
-                    Op::Wait { sub },
-                ]);
-            }
-            Program::new(ops)
-        }),
+        ("operations", every_operation()),
         (
             "gather",
             released(Work::UnevenGather {
@@ -306,7 +295,97 @@ fn sequence_seeds() -> Vec<(&'static str, Program)> {
                 Op::DropCompletion { sub: 0 },
             ]),
         ),
+        (
+            // Format 2: a fork dropped with held work queued on it, which
+            // must still complete once released (RET-2).
+            "drop-lane",
+            Program::new(vec![
+                Op::Fork { count: 1 },
+                Op::Submit {
+                    work: Work::Submit,
+                    lane: 1,
+                    fault: false,
+                },
+                Op::DropLane { lane: 0 },
+                Op::Release { sub: 0 },
+                Op::Wait { sub: 0 },
+            ]),
+        ),
+        (
+            // Format 2: empty local dependencies, lazy values, refused
+            // submissions of both APIs, on idle lanes (EXC-10, SUB-2, SUB-4).
+            "idle-lanes",
+            Program::new(vec![
+                Op::EmptyLocal { lane: 0 },
+                Op::SubmitLazy { lane: 0 },
+                Op::Refused {
+                    local: true,
+                    lane: 0,
+                },
+                Op::Refused {
+                    local: false,
+                    lane: 0,
+                },
+                submit(Work::Submit),
+                Op::Release { sub: 0 },
+                Op::Wait { sub: 0 },
+                Op::EmptyLocal { lane: 0 },
+            ]),
+        ),
+        (
+            // Format 2: RET-2's and SUB-3's shapes, one operation each.
+            "shapes",
+            Program::new(vec![
+                Op::DropQueued { lane: 0 },
+                Op::OrderedPair { lane: 0 },
+                Op::IsComplete { sub: 2 },
+                Op::Release { sub: 1 },
+                Op::Wait { sub: 2 },
+            ]),
+        ),
+        (
+            // Format 2: empty local dependencies and lazy values on a fork
+            // while held work waits on the rank's own lane: independent
+            // lanes let them complete at once (SUB-1).
+            "busy-lanes",
+            Program::new(vec![
+                Op::Fork { count: 1 },
+                submit(Work::Submit),
+                Op::EmptyLocal { lane: 1 },
+                Op::SubmitLazy { lane: 1 },
+                Op::Release { sub: 0 },
+                Op::Wait { sub: 0 },
+            ]),
+        ),
+        (
+            "three-ranks",
+            Program {
+                ranks: 3,
+                ..every_operation()
+            },
+        ),
+        (
+            "four-ranks",
+            Program {
+                ranks: 4,
+                ..every_operation()
+            },
+        ),
     ]
+}
+
+/// Every claimed operation's standard submission, released and waited for.
+fn every_operation() -> Program {
+    let mut ops = Vec::new();
+    for (sub, index) in (0..8u8).enumerate() {
+        let sub = sub as u8;
+        ops.extend([
+            submit(Work::Operation(index)),
+            Op::Release { sub },
+            Op::Wait { sub },
+        ]);
+    }
+    Program::new(ops)
 }
 
 fn deadline_seeds() -> Vec<(&'static str, DeadlineCase)> {
@@ -444,5 +523,41 @@ fn seeds_decode_to_their_inputs() {
     for (name, case) in boundary_seeds() {
         let decoded = fuzz::decode(Target::Boundary, &case.encode());
         assert_eq!(decoded, Ok(fuzz::Input::Boundary(case)), "{name}");
+    }
+}
+
+/// The format-2 seeds reach what format 1 could not: each fails on the
+/// planted defect of the operation it adds, naming that defect's invariant.
+#[test]
+fn format_2_seeds_find_what_format_1_could_not() {
+    let seeds = sequence_seeds();
+    let seed = |name: &str| {
+        seeds
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, program)| program.encode())
+            .expect("seed")
+    };
+    for (name, defect) in [
+        ("drop-lane", Defect::ExecutorNotRetained),
+        ("idle-lanes", Defect::EmptyLocalDepsHang),
+        ("idle-lanes", Defect::SubmitSkipsEvaluation),
+        ("idle-lanes", Defect::SubmitErrorLeavesWork),
+        ("busy-lanes", Defect::ForkSharesLane),
+        ("shapes", Defect::ExecutorNotRetained),
+        ("shapes", Defect::OrderAfterIgnored),
+    ] {
+        let failure = check(
+            Target::Sequence,
+            &CpuHarness::with_defect(defect),
+            &seed(name),
+        )
+        .err()
+        .unwrap_or_else(|| panic!("{name} passes on {defect:?}"));
+        assert_eq!(
+            failure.id,
+            Some(defect.invariant()),
+            "{name} on {defect:?}: {failure}"
+        );
     }
 }

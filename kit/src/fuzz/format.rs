@@ -46,7 +46,7 @@ impl<'a> Reader<'a> {
         self.byte().unwrap_or(0)
     }
 
-    fn bytes<const N: usize>(&mut self) -> Option<[u8; N]> {
+    pub(crate) fn bytes<const N: usize>(&mut self) -> Option<[u8; N]> {
         let mut out = [0u8; N];
         for slot in &mut out {
             *slot = self.byte()?;
@@ -54,7 +54,7 @@ impl<'a> Reader<'a> {
         Some(out)
     }
 
-    fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.at >= self.data.len()
     }
 
@@ -80,7 +80,7 @@ fn fault(byte: u8) -> bool {
 }
 
 /// A deadline: a class byte, then the class's payload.
-fn timeout(reader: &mut Reader<'_>) -> Option<Timeout> {
+pub(crate) fn timeout(reader: &mut Reader<'_>) -> Option<Timeout> {
     Some(match reader.byte()? % 8 {
         0 => Timeout::Nanosecond,
         1 => Timeout::Short,
@@ -101,7 +101,7 @@ fn timeout(reader: &mut Reader<'_>) -> Option<Timeout> {
     })
 }
 
-fn encode_timeout(timeout: Timeout, out: &mut Vec<u8>) {
+pub(crate) fn encode_timeout(timeout: Timeout, out: &mut Vec<u8>) {
     let exact = match timeout {
         Timeout::Nanosecond => return out.push(0),
         Timeout::Short => return out.push(1),
@@ -126,7 +126,7 @@ fn encode_timeout(timeout: Timeout, out: &mut Vec<u8>) {
     }
 }
 
-fn mode(byte: u8) -> Mode {
+pub(crate) fn mode(byte: u8) -> Mode {
     if byte & 1 == 0 {
         Mode::NativeCancel
     } else {
@@ -134,7 +134,7 @@ fn mode(byte: u8) -> Mode {
     }
 }
 
-fn mode_byte(mode: Mode) -> u8 {
+pub(crate) fn mode_byte(mode: Mode) -> u8 {
     match mode {
         Mode::NativeCancel => 0,
         Mode::Quarantine => 1,
@@ -149,7 +149,7 @@ pub(crate) fn program(data: &[u8]) -> Result<Program, Rejection> {
     let mut reader = Reader::new(data);
     version(&mut reader)?;
     let mask = u32::from_le_bytes(reader.bytes().ok_or(Rejection::Truncated("kind mask"))?);
-    let enabled = Kinds::from_mask(mask);
+    let enabled = Kinds::within(mask, Kinds::ALL_V1);
     let flags = reader.byte().ok_or(Rejection::Truncated("flags"))?;
     let kinds = enabled.list();
     let mut ops = Vec::new();
@@ -162,19 +162,22 @@ pub(crate) fn program(data: &[u8]) -> Result<Program, Rejection> {
         }
     }
     Ok(Program {
+        format: VERSION,
+        ranks: 2,
         enabled,
         settle: flags & 1 == 1,
         ops: Sequence(ops),
     })
 }
 
-fn submit(work: Work, reader: &mut Reader<'_>) -> Option<Op> {
+pub(crate) fn submit(work: Work, reader: &mut Reader<'_>) -> Option<Op> {
     let lane = reader.byte()?;
     let fault = fault(reader.byte()?);
     Some(Op::Submit { work, lane, fault })
 }
 
-fn op(kind: usize, r: &mut Reader<'_>) -> Option<Op> {
+/// Operation kind `kind` (one of format 1's) and its arguments.
+pub(crate) fn op(kind: usize, r: &mut Reader<'_>) -> Option<Op> {
     Some(match kind {
         0 => submit(Work::LocalDependencies, r)?,
         1 => submit(Work::Submit, r)?,
@@ -246,73 +249,6 @@ fn op(kind: usize, r: &mut Reader<'_>) -> Option<Op> {
         }
         _ => Op::Retain { sub: r.byte()? },
     })
-}
-
-/// The kind number of `op` and its argument bytes.
-fn op_bytes(op: Op) -> (usize, Vec<u8>) {
-    let submit = |kind: usize, mut args: Vec<u8>, lane: u8, fault: bool| {
-        args.extend([lane, u8::from(fault)]);
-        (kind, args)
-    };
-    match op {
-        Op::Submit { work, lane, fault } => match work.normalized() {
-            Work::LocalDependencies => submit(0, vec![], lane, fault),
-            Work::Submit => submit(1, vec![], lane, fault),
-            Work::Operation(index) => submit(2, vec![index], lane, fault),
-            Work::UnevenGather { counts, width } => {
-                submit(3, vec![counts[0], counts[1], width], lane, fault)
-            }
-            Work::AllToAll { sends, width } => submit(
-                4,
-                vec![sends[0][0], sends[0][1], sends[1][0], sends[1][1], width],
-                lane,
-                fault,
-            ),
-            Work::Broadcast { root } => submit(5, vec![root], lane, fault),
-            Work::Agree { votes } => submit(
-                6,
-                vec![u8::from(votes[0]) | (u8::from(votes[1]) << 1)],
-                lane,
-                fault,
-            ),
-            Work::SendReceive { values, header } => {
-                let header = Header::ALL.iter().position(|h| *h == header).unwrap_or(0);
-                submit(7, vec![values, header as u8], lane, fault)
-            }
-        },
-        Op::Release { sub } => (8, vec![sub]),
-        Op::LateRelease { sub, delay } => (9, vec![sub, delay]),
-        Op::IsComplete { sub } => (10, vec![sub]),
-        Op::Wait { sub } => (11, vec![sub]),
-        Op::WaitBounded { sub, timeout, mode } => {
-            let mut args = vec![sub];
-            encode_timeout(timeout, &mut args);
-            args.push(mode_byte(mode));
-            (12, args)
-        }
-        Op::DropOutputs { sub } => (13, vec![sub]),
-        Op::DropCompletion { sub } => (14, vec![sub]),
-        Op::Fork { count } => (15, vec![count % 3]),
-        Op::OrderAfter { sub, lane } => (16, vec![sub, lane]),
-        Op::Retain { sub } => (17, vec![sub]),
-    }
-}
-
-/// `program` as format-1 bytes. Operations whose kind `enabled` excludes
-/// are left out (they would decode as another kind).
-pub(crate) fn encode_program(program: &Program) -> Vec<u8> {
-    let mut out = vec![VERSION];
-    out.extend_from_slice(&program.enabled.mask().to_le_bytes());
-    out.push(u8::from(program.settle));
-    let kinds = program.enabled.list();
-    for &op in program.ops.iter().take(MAX_OPS) {
-        let (kind, args) = op_bytes(op);
-        if let Some(selector) = kinds.iter().position(|&k| k == kind) {
-            out.push(selector as u8);
-            out.extend(args);
-        }
-    }
-    out
 }
 
 // ---------------------------------------------------------------------------
@@ -608,13 +544,6 @@ pub(crate) fn encode_report(input: &ReportInput) -> Vec<u8> {
         }
     }
     out
-}
-
-impl Program {
-    /// The input's bytes in the current format ([`FORMAT`](super::FORMAT)).
-    pub fn encode(&self) -> Vec<u8> {
-        encode_program(self)
-    }
 }
 
 impl DeadlineCase {

@@ -7,16 +7,21 @@ use std::time::Duration;
 
 use crate::model::{Mode, Op, Options, Sequence, Timeout, Work};
 
-/// The version byte of the format (`format`).
+/// The version byte of format 1 (`format`): every target's first format,
+/// still the one of `deadlines`, `boundary` and `report`.
 pub(crate) const VERSION: u8 = 1;
+
+/// The version byte of the `sequence` target's format 2 (`format2`).
+pub(crate) const SEQUENCE_VERSION: u8 = 2;
 
 /// The watchdog of one fuzz input: a hang is reported after this long (an
 /// input normally runs in milliseconds).
 pub(crate) const LIMIT: Duration = Duration::from_secs(5);
 
 /// Operation kinds of a sequence input, numbered for the swarm mask and the
-/// selector byte (frozen).
-pub(crate) const KINDS: [&str; 18] = [
+/// selector byte (frozen): format 1 has the first [`V1_KINDS`], format 2
+/// all of them.
+pub(crate) const KINDS: [&str; 24] = [
     "LocalDependencies",
     "Submit",
     "Operation",
@@ -35,7 +40,16 @@ pub(crate) const KINDS: [&str; 18] = [
     "Fork",
     "OrderAfter",
     "Retain",
+    "DropLane",
+    "EmptyLocal",
+    "SubmitLazy",
+    "Refused",
+    "DropQueued",
+    "OrderedPair",
 ];
+
+/// How many of [`KINDS`] format 1 has.
+pub(crate) const V1_KINDS: usize = 18;
 
 /// The fuzz targets, by the name of their corpus folder.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -109,16 +123,25 @@ impl std::fmt::Display for Rejection {
 pub struct Kinds(u32);
 
 impl Kinds {
-    /// The kinds, in mask-bit order (frozen by the format).
-    pub const NAMES: [&'static str; 18] = KINDS;
+    /// The kinds, in mask-bit order (frozen by the format; format 1 has
+    /// the first 18).
+    pub const NAMES: [&'static str; 24] = KINDS;
 
-    /// Every kind.
+    /// Every kind (of the newest format).
     pub const ALL: Self = Self((1 << KINDS.len()) - 1);
+
+    /// Every kind of format 1.
+    pub(crate) const ALL_V1: Self = Self((1 << V1_KINDS) - 1);
 
     /// The kinds of `mask`'s known bits; all of them when it has none.
     pub fn from_mask(mask: u32) -> Self {
-        match mask & Self::ALL.0 {
-            0 => Self::ALL,
+        Self::within(mask, Self::ALL)
+    }
+
+    /// The kinds of `mask` among `all`; all of those when it has none.
+    pub(crate) fn within(mask: u32, all: Self) -> Self {
+        match mask & all.0 {
+            0 => all,
             known => Self(known),
         }
     }
@@ -147,20 +170,55 @@ impl std::fmt::Debug for Kinds {
 }
 
 /// A decoded `sequence` input.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct Program {
+    /// The format it was decoded from (1 or 2); [`Program::encode`] writes
+    /// the newest whatever this says.
+    pub format: u8,
+    /// Ranks in its world, 2 to 4 (always 2 in format 1). A harness that
+    /// does not build this size runs it at 2.
+    pub ranks: usize,
     /// The operation kinds this input may use.
     pub enabled: Kinds,
-    /// Settle 1 ms after each submission and release.
+    /// Settle after each submission and release (by events where the
+    /// harness has an observer, else 1 ms: [`crate::model::Options::settle`]).
     pub settle: bool,
     /// The operations.
     pub ops: Sequence,
 }
 
+/// Format 1 inputs print as they always did (their stored decoded forms
+/// stay valid); format 2 adds its fields.
+impl std::fmt::Debug for Program {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut program = f.debug_struct("Program");
+        if self.format >= SEQUENCE_VERSION {
+            program
+                .field("format", &self.format)
+                .field("ranks", &self.ranks);
+        }
+        let all = if self.format >= SEQUENCE_VERSION {
+            Kinds::ALL
+        } else {
+            Kinds::ALL_V1
+        };
+        match self.enabled == all {
+            true => program.field("enabled", &format_args!("Kinds(all)")),
+            false => program.field("enabled", &self.enabled),
+        };
+        program
+            .field("settle", &self.settle)
+            .field("ops", &self.ops)
+            .finish()
+    }
+}
+
 impl Program {
-    /// Every kind enabled, no settling.
+    /// Every kind enabled, a two-rank world, no settling (format 2).
     pub fn new(ops: Vec<Op>) -> Self {
         Self {
+            format: SEQUENCE_VERSION,
+            ranks: 2,
             enabled: Kinds::ALL,
             settle: false,
             ops: Sequence(ops),

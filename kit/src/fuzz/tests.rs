@@ -9,9 +9,20 @@ use crate::model::{sequence_strategy, Header, Mode, Op, Timeout, Work};
 fn bytes_that_are_no_input_are_rejected_cleanly() {
     for target in Target::ALL {
         assert_eq!(decode(target, &[]), Err(Rejection::Empty));
-        assert_eq!(decode(target, &[2, 0, 0]), Err(Rejection::Version(2)));
+        assert_eq!(decode(target, &[3, 0, 0]), Err(Rejection::Version(3)));
         assert_eq!(decode(target, &[0]), Err(Rejection::Version(0)));
+        if target != Target::Sequence {
+            assert_eq!(decode(target, &[2, 0, 0]), Err(Rejection::Version(2)));
+        }
     }
+    assert_eq!(
+        decode(Target::Sequence, &[2, 0, 0]),
+        Err(Rejection::Truncated("kind mask"))
+    );
+    assert_eq!(
+        decode(Target::Sequence, &[2]),
+        Err(Rejection::Truncated("world size"))
+    );
     assert_eq!(
         decode(Target::Sequence, &[1, 0, 0]),
         Err(Rejection::Truncated("kind mask"))
@@ -37,7 +48,9 @@ fn format_1_is_frozen() {
     assert_eq!(
         program,
         Program {
-            enabled: Kinds::ALL,
+            format: 1,
+            ranks: 2,
+            enabled: Kinds::ALL_V1,
             settle: true,
             ops: Sequence(vec![
                 Op::Submit {
@@ -147,7 +160,12 @@ proptest! {
 
     /// A program survives encoding: every kind, every normalised work.
     #[test]
-    fn programs_round_trip(sequence in sequence_strategy(40), settle in any::<bool>()) {
+    fn programs_round_trip(
+        sequence in sequence_strategy(40),
+        settle in any::<bool>(),
+        ranks in 2usize..=4,
+        extra in proptest::collection::vec((0u8..6, any::<u8>(), any::<bool>()), 0..8),
+    ) {
         let ops: Vec<Op> = sequence
             .iter()
             .map(|&op| match op {
@@ -155,15 +173,23 @@ proptest! {
                 Op::Fork { count } => Op::Fork { count: count % 3 },
                 other => other,
             })
+            .chain(extra.into_iter().map(|(kind, lane, local)| match kind {
+                0 => Op::DropLane { lane },
+                1 => Op::EmptyLocal { lane },
+                2 => Op::SubmitLazy { lane },
+                3 => Op::Refused { local, lane },
+                4 => Op::DropQueued { lane },
+                _ => Op::OrderedPair { lane },
+            }))
             .collect();
-        let program = Program { enabled: Kinds::ALL, settle, ops: Sequence(ops) };
+        let program = Program { format: FORMAT, ranks, enabled: Kinds::ALL, settle, ops: Sequence(ops) };
         prop_assert_eq!(decode(Target::Sequence, &program.encode()), Ok(Input::Sequence(program)));
     }
 
     /// Encoding under a swarm keeps exactly the enabled operations.
     #[test]
     fn swarms_keep_their_kinds(sequence in sequence_strategy(20), enabled in enabled_kinds()) {
-        let program = Program { enabled, settle: false, ops: sequence };
+        let program = Program { format: FORMAT, ranks: 2, enabled, settle: false, ops: sequence };
         let Ok(Input::Sequence(decoded)) = decode(Target::Sequence, &program.encode()) else {
             panic!("no program");
         };
@@ -195,4 +221,87 @@ fn headers_are_numbered_in_format_order() {
     assert_eq!(Header::ALL[0], Header::Matching);
     assert_eq!(Header::ALL[6], Header::Count);
     assert_eq!(Kinds::NAMES[8], "Release");
+}
+
+#[test]
+fn prepare_counts_decoded_and_rejected_inputs() {
+    let before = super::decoded(Target::Report);
+    super::prepare(Target::Report, &[]);
+    super::prepare(Target::Report, &[1, 0, b'x']);
+    let after = super::decoded(Target::Report);
+    // Other tests may count inputs of their own meanwhile: at least these two.
+    assert!(after.inputs >= before.inputs + 2);
+    assert!(after.decoded > before.decoded);
+    assert!(after.rejected() > before.rejected());
+    let shown = super::DecodedCount {
+        inputs: 8,
+        decoded: 6,
+    };
+    assert_eq!(
+        shown.to_string(),
+        "8 inputs, 6 decoded (75.0 %), 2 rejected"
+    );
+}
+
+/// Format 2 is frozen: these bytes decode to these inputs forever.
+#[test]
+fn format_2_is_frozen() {
+    // Three ranks (1 % 3 = 1); every kind; no settle; Fork 1, Submit on lane
+    // 1, DropLane 0, EmptyLocal 0, SubmitLazy 1, Refused (local) on lane 0,
+    // Release 0, then a truncated Refused.
+    let bytes = [
+        2, 1, 0, 0, 0, 0, 0, 15, 1, 1, 1, 0, 18, 0, 19, 0, 20, 1, 21, 1, 0, 8, 0, 21, 1,
+    ];
+    let Ok(Input::Sequence(program)) = decode(Target::Sequence, &bytes) else {
+        panic!("no program");
+    };
+    assert_eq!(
+        program,
+        Program {
+            format: 2,
+            ranks: 3,
+            enabled: Kinds::ALL,
+            settle: false,
+            ops: Sequence(vec![
+                Op::Fork { count: 1 },
+                Op::Submit {
+                    work: Work::Submit,
+                    lane: 1,
+                    fault: false
+                },
+                Op::DropLane { lane: 0 },
+                Op::EmptyLocal { lane: 0 },
+                Op::SubmitLazy { lane: 1 },
+                Op::Refused {
+                    local: true,
+                    lane: 0
+                },
+                Op::Release { sub: 0 },
+            ])
+        }
+    );
+    assert_eq!(
+        decode(Target::Sequence, &program.encode()),
+        Ok(Input::Sequence(program))
+    );
+}
+
+/// A format-1 input migrated to format 2 keeps its operations, its kinds
+/// and its settling, in a two-rank world.
+#[test]
+fn format_1_migrates_to_format_2() {
+    let v1 = [1, 0x00, 0x09, 0, 0, 1, 0, 0, 0, 1, 5, 0];
+    let Ok(Input::Sequence(old)) = decode(Target::Sequence, &v1) else {
+        panic!("no program");
+    };
+    let migrated = old.encode();
+    assert_eq!(migrated[0], FORMAT);
+    let Ok(Input::Sequence(new)) = decode(Target::Sequence, &migrated) else {
+        panic!("no program");
+    };
+    assert_eq!((new.format, new.ranks), (2, 2));
+    assert_eq!(new.enabled, old.enabled);
+    assert_eq!(new.settle, old.settle);
+    assert_eq!(new.ops, old.ops);
+    assert!(!new.ops.is_empty());
 }

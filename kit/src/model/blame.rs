@@ -157,6 +157,8 @@ pub(super) fn hang_hint(op: Op) -> Option<&'static str> {
     match op {
         Op::Wait { .. } => Some("EXC-4"),
         Op::IsComplete { .. } => Some("EXC-1"),
+        Op::EmptyLocal { .. } => Some("EXC-10"),
+        Op::SubmitLazy { .. } => Some("SUB-2"),
         // A deadline beyond what `Instant` arithmetic may hold (CAN-8's
         // edge), or an ordinary one that was not kept (CAN-2).
         Op::WaitBounded { timeout, .. } if timeout.duration() >= OVERFLOW_EDGE => Some("CAN-8"),

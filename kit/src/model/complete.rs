@@ -7,6 +7,8 @@
 use super::blame::{breach, early_id, from_finding, must_fail, value_id, why, Breach};
 use super::reference::{Record, Seen, Status};
 use super::runner::Runner;
+use super::scheduler::soon;
+use crate::check::slack;
 use crate::harness::{Harness, WorkState};
 
 impl<'c, 'w, H: Harness> Runner<'c, 'w, H> {
@@ -204,6 +206,24 @@ impl<'c, 'w, H: Harness> Runner<'c, 'w, H> {
         };
         if !status.due {
             return Ok(false);
+        }
+        // RET-2: work whose lane's executor was dropped must still end
+        // (read on the observer, so a backend that abandoned it is named
+        // instead of hanging in `wait()`).
+        if self.dropped(record.lane) && self.live[index].observer.is_some() {
+            let ended = soon(&*self.scheduler, slack::RELEASE, || {
+                self.observed_ended(index)
+            });
+            if !ended {
+                return Err(breach(
+                    "RET-2",
+                    format!(
+                        "{}: released work whose lane's executor was dropped while it was queued did not end within {:?}: the completion must keep its executor alive",
+                        self.describe(index),
+                        slack::RELEASE
+                    ),
+                ));
+            }
         }
         let result = completion.wait();
         let who = self.describe(index);

@@ -94,7 +94,7 @@ impl<'c, 'w, H: Harness> Runner<'c, 'w, H> {
             ));
         }
         for lane in lanes {
-            self.forks.push(lane);
+            self.forks.push(Some(lane));
             self.model.fork();
         }
         Ok(true)
@@ -121,6 +121,9 @@ impl<'c, 'w, H: Harness> Runner<'c, 'w, H> {
         let Some(producer) = self.plain(index) else {
             return Ok(false);
         };
+        if self.dropped(lane) {
+            return Ok(false);
+        }
         Backend::<H>::order_after(producer, self.lane(lane)).map_err(|e| {
             breach(
                 "SUB-3",
@@ -136,6 +139,9 @@ impl<'c, 'w, H: Harness> Runner<'c, 'w, H> {
         let Some(completion) = self.plain(index) else {
             return Ok(false);
         };
+        if self.dropped(self.model.subs[index].lane) {
+            return Ok(false);
+        }
         let flag = Flag::default();
         let executor = self.lane(self.model.subs[index].lane);
         Backend::<H>::retain_until_complete(

@@ -2,7 +2,8 @@
 //! backend, each step compared with a reference model of what every
 //! submission's completion and resources must be.
 //!
-//! A sequence runs in a fresh world of two ranks. Rank 0 executes the
+//! A sequence runs in a fresh world of two ranks (or up to four:
+//! [`check_sequence_sized`], every rank but 0 a late peer). Rank 0 executes the
 //! [`Op`]s; rank 1 is the *late peer* of the completion matrix: it joins a
 //! collective round only when the sequence releases it ([`Op::Release`]),
 //! so collective work is kept pending with no instrument at all, while local
@@ -23,8 +24,12 @@
 //! world: every hold and round is released, every handle dropped, and every
 //! resource must then be released (RET-6, RET-7).
 //!
-//! Invariants exercised: RET-1, RET-3..RET-8, EXC-2..EXC-9, CAN-1..CAN-9
-//! (CAN-2's lower bound only: no speed is asserted), SUB-1..SUB-3, and every
+//! Invariants exercised: RET-1..RET-8, EXC-2..EXC-10, CAN-1..CAN-9
+//! (CAN-2's lower bound only: no speed is asserted), SUB-1..SUB-4 (RET-2,
+//! EXC-10, SUB-2 and SUB-4 through the operations of input format 2:
+//! [`Op::DropLane`], [`Op::EmptyLocal`], [`Op::SubmitLazy`],
+//! [`Op::Refused`], and the one-operation shapes [`Op::DropQueued`] and
+//! [`Op::OrderedPair`], `extra.rs`), and every
 //! operation invariant of the claimed operations: their value semantics
 //! (SUM-1, GAT-1, ...) on the standard submissions, and on parameterised
 //! ones ([`Work::UnevenGather`], [`Work::AllToAll`], [`Work::Broadcast`],
@@ -98,6 +103,7 @@ mod blame;
 mod bounded;
 mod complete;
 mod drain;
+mod extra;
 mod handles;
 mod live;
 mod observe;
@@ -119,7 +125,7 @@ pub use op::{Header, Mode, Op, Sequence, Timeout, Work};
 pub use outcome::{Divergence, Options, Stats};
 pub use scheduled::check_sequence_on;
 pub use scheduler::{Event, Join, Progress, Scheduler, StdThreads};
-pub use std_world::{check_sequence, check_sequence_with};
+pub use std_world::{check_sequence, check_sequence_sized, check_sequence_with};
 pub use strategy::{op_strategy, sequence_strategy, work_strategy};
 
 pub(crate) use peer::teardown_mode;

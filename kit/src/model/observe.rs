@@ -184,6 +184,13 @@ impl<'c, 'w, H: Harness> Runner<'c, 'w, H> {
                 Some(state) => state == WorkState::Live,
                 None => status.certainly_live(),
             };
+            if state == Some(WorkState::Failed) && !status.may_fail && self.dropped(record.lane) {
+                // Its executor went first: the completion did not keep it alive.
+                return Err(breach(
+                    "RET-2",
+                    format!("{who}: its work failed although no fault was injected, and {count} {what}, after its lane's executor was dropped while it was queued (the completion must keep it alive), {}", history(record)),
+                ));
+            }
             if state == Some(WorkState::Failed) && !status.may_fail {
                 // The likeliest cause of a clean failure: it lost what it used.
                 return Err(breach(

@@ -201,7 +201,8 @@ impl Mode {
     }
 }
 
-/// One step of a sequence run on rank 0 of a two-rank world.
+/// One step of a sequence run on rank 0 of a world of two ranks (or up to
+/// four: [`check_sequence_sized`](super::check_sequence_sized)).
 ///
 /// `sub` indexes the submissions made so far, in submission order, modulo
 /// their number; `lane` indexes the rank's executors (lane 0 is the rank's
@@ -287,6 +288,55 @@ pub enum Op {
         /// Which submission.
         sub: u8,
     },
+    /// Drops a forked lane's owned executor (`lane` modulo the forks still
+    /// held), with whatever work is queued on it: that work must still
+    /// complete once released (RET-2). Later operations on the lane are
+    /// skipped. Input format 2 and later.
+    DropLane {
+        /// Which fork.
+        lane: u8,
+    },
+    /// `submit_local_dependencies` with no tensors on an idle `lane`: it
+    /// must complete promptly (EXC-10). Skipped while earlier work on the
+    /// lane is unfinished or a fault is armed on it. Input format 2 and later.
+    EmptyLocal {
+        /// Which lane.
+        lane: u8,
+    },
+    /// `submit` of lazy (unmaterialised) values built from a materialised
+    /// one on an idle `lane`: once complete, every given value reads back
+    /// materialised and exact (SUB-2). Skipped without a lazy operation in
+    /// the tensor context. Input format 2 and later.
+    SubmitLazy {
+        /// Which lane.
+        lane: u8,
+    },
+    /// A refused submission on an idle `lane` (the submission-fault
+    /// instrument armed, the lane held where the hold instrument exists):
+    /// it must return `Err` and leave no live work behind, its inputs freed
+    /// once dropped (SUB-4). `local` picks `submit_local_dependencies`, else
+    /// `submit`. Input format 2 and later.
+    Refused {
+        /// Which submission API.
+        local: bool,
+        /// Which lane.
+        lane: u8,
+    },
+    /// Plain work submitted (held) on a fork, forked first when none is
+    /// held, then that fork's executor dropped: [`Op::DropLane`]'s RET-2
+    /// shape in one operation. Input format 2 and later.
+    DropQueued {
+        /// Which held fork.
+        lane: u8,
+    },
+    /// A held producer on `lane`, `order_after` it on the next lane (forked
+    /// when there is one), a consumer there, and the consumer's release:
+    /// the consumer must not complete before its producer (SUB-3's shape in
+    /// one operation). Input format 2 and later.
+    OrderedPair {
+        /// The producer's lane.
+        lane: u8,
+    },
 }
 
 /// Prints the work as a Rust expression (`Work::Agree { votes: [true, false] }`).
@@ -350,6 +400,14 @@ impl std::fmt::Display for Op {
                 write!(f, "Op::OrderAfter {{ sub: {sub}, lane: {lane} }}")
             }
             Self::Retain { sub } => write!(f, "Op::Retain {{ sub: {sub} }}"),
+            Self::DropLane { lane } => write!(f, "Op::DropLane {{ lane: {lane} }}"),
+            Self::EmptyLocal { lane } => write!(f, "Op::EmptyLocal {{ lane: {lane} }}"),
+            Self::SubmitLazy { lane } => write!(f, "Op::SubmitLazy {{ lane: {lane} }}"),
+            Self::Refused { local, lane } => {
+                write!(f, "Op::Refused {{ local: {local}, lane: {lane} }}")
+            }
+            Self::DropQueued { lane } => write!(f, "Op::DropQueued {{ lane: {lane} }}"),
+            Self::OrderedPair { lane } => write!(f, "Op::OrderedPair {{ lane: {lane} }}"),
         }
     }
 }

@@ -15,12 +15,16 @@ pub struct Options {
     /// [`check_sequence_on`](super::check_sequence_on), whose scheduler
     /// answers for hangs, it bounds only the wait for both ranks' state.
     pub limit: Duration,
-    /// Pause after each submission and release, giving work time to start
-    /// (and wrongly complete, or publish an injected fault) before the next
-    /// observation. Zero (the default) keeps the hot path free of sleeps: the
-    /// per-step checks still catch whatever happened by then, and long random
-    /// runs catch the rest; a small value (1 ms) makes timing-window defects
-    /// show deterministically, which keeps their shrinking stable.
+    /// Settling after each submission and release, giving work time to
+    /// start (and wrongly complete, or publish an injected fault) before the
+    /// next observation. Zero (the default) keeps the hot path free of
+    /// waits: the per-step checks still catch whatever happened by then, and
+    /// long random runs catch the rest. Otherwise, with an observer, the
+    /// settle is by events: the lanes get a few scheduling points, then rank
+    /// 0 waits until every submission the model says will finish by itself
+    /// is observed ended, for at most this long; without an observer it
+    /// sleeps this long. A small value (1 ms) makes timing-window defects
+    /// show reliably, which keeps their shrinking stable.
     pub settle: Duration,
 }
 

@@ -1,4 +1,5 @@
-//! The late peer: rank 1 follows rank 0's collective rounds.
+//! The late peers: every rank but rank 0 follows rank 0's collective rounds
+//! (rank 1 of a two-rank world; ranks 1 to 3 of a larger one).
 //!
 //! This is the completion matrix's late-peer protocol (`matrix::late_peer_rounds`:
 //! rounds in order, each joined only when the subject releases it) extended
@@ -92,6 +93,13 @@ pub(crate) fn late_peer<H: Harness>(
     for round in 0.. {
         match plan.next(round, IDLE) {
             Some(Told::Skip) => {}
+            // A transfer's sender is the last rank; the other peers of a
+            // larger world are not on its route.
+            Some(Told::Join(driver))
+                if drivers.get(driver).is_some_and(|d| {
+                    d.subject.operation() == Some(crate::Operation::SendReceive)
+                        && ctx.rank() + 1 != ctx.size()
+                }) => {}
             Some(Told::Join(driver)) if driver < drivers.len() => {
                 let planned = plan.get(round);
                 let delay = planned.map_or(Duration::ZERO, |p| p.delay);

@@ -47,7 +47,8 @@ struct State {
     skipped: HashSet<usize>,
     abandoned: HashSet<usize>,
     done: bool,
-    finished: bool,
+    /// Peers that have torn down and dropped all of their work.
+    finished: usize,
     /// What rank 1 saw go wrong on its side of a round (the SPEC ID and a
     /// message): read by rank 0 once rank 1 finished.
     violations: Vec<(&'static str, String)>,
@@ -57,14 +58,17 @@ struct State {
 pub(crate) struct Plan {
     state: Mutex<State>,
     event: Box<dyn Event>,
+    /// The late peers (every rank but rank 0), all following this plan.
+    peers: usize,
 }
 
 impl Plan {
-    /// An empty plan whose waits block on `event`.
-    pub(crate) fn new(event: Box<dyn Event>) -> Self {
+    /// An empty plan for `peers` late peers whose waits block on `event`.
+    pub(crate) fn new(event: Box<dyn Event>, peers: usize) -> Self {
         Self {
             state: Mutex::default(),
             event,
+            peers,
         }
     }
 
@@ -133,9 +137,9 @@ impl Plan {
         self.tell(|state| state.done = true);
     }
 
-    /// Rank 1 has torn down and dropped all of its work.
+    /// A late peer has torn down and dropped all of its work.
     pub(crate) fn finish(&self) {
-        self.tell(|state| state.finished = true);
+        self.tell(|state| state.finished += 1);
     }
 
     /// What rank 1 is told about `round`, waiting up to `limit` for it;
@@ -163,10 +167,11 @@ impl Plan {
         told
     }
 
-    /// Waits up to `limit` for rank 1 to finish; whether it did.
+    /// Waits up to `limit` for every late peer to finish; whether they did.
     pub(crate) fn await_finished(&self, limit: Duration) -> bool {
+        let peers = self.peers;
         self.event
-            .wait_until(&mut || lock(&self.state).finished, limit)
+            .wait_until(&mut || lock(&self.state).finished >= peers, limit)
     }
 
     /// Rank 1 saw `id` violated on its side.

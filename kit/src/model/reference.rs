@@ -248,6 +248,11 @@ impl Model {
         }
     }
 
+    /// Whether a fault was injected or left armed on `lane`.
+    pub(crate) fn lane_faulted(&self, lane: usize) -> bool {
+        self.lanes.get(lane).is_some_and(|l| l.faulted)
+    }
+
     /// A new lane.
     pub(crate) fn fork(&mut self) {
         self.lanes.push(Lane::default());

@@ -46,8 +46,9 @@ pub(crate) struct Runner<'c, 'w, H: Harness> {
     pub(super) drivers: Vec<Driver<H>>,
     pub(super) model: Model,
     pub(super) live: Vec<Live<'c, 'w, H>>,
-    /// Forked lanes (lane `i` is `forks[i - 1]`; lane 0 is the rank's executor).
-    pub(super) forks: Vec<OwnedExecutor<H>>,
+    /// Forked lanes (lane `i` is `forks[i - 1]`; lane 0 is the rank's
+    /// executor); `None` once dropped ([`Op::DropLane`]).
+    pub(super) forks: Vec<Option<OwnedExecutor<H>>>,
     /// A lane for stand-in completions, never held or faulted.
     pub(super) scratch: Option<OwnedExecutor<H>>,
     pub(super) options: Options,
@@ -92,11 +93,20 @@ impl<'c, 'w, H: Harness> Runner<'c, 'w, H> {
         }
     }
 
+    /// Lane `lane`'s executor. Callers skip dropped lanes
+    /// ([`Self::dropped`]); a dropped one reads as the rank's executor.
     pub(super) fn lane(&self, lane: usize) -> &Executor<H> {
-        match lane.checked_sub(1) {
-            Some(fork) => self.forks[fork].borrow(),
-            None => self.ctx.executor(),
+        match lane.checked_sub(1).and_then(|fork| self.forks.get(fork)) {
+            Some(Some(fork)) => fork.borrow(),
+            _ => self.ctx.executor(),
         }
+    }
+
+    /// Whether lane `lane`'s executor was dropped ([`Op::DropLane`]).
+    pub(super) fn dropped(&self, lane: usize) -> bool {
+        lane.checked_sub(1)
+            .and_then(|fork| self.forks.get(fork))
+            .is_some_and(Option::is_none)
     }
 
     pub(super) fn lanes(&self) -> usize {
@@ -133,6 +143,12 @@ impl<'c, 'w, H: Harness> Runner<'c, 'w, H> {
         match op {
             Op::Submit { work, lane, fault } => self.submit(work, lane, fault),
             Op::Fork { count } => self.fork(usize::from(count % 3)),
+            Op::DropLane { lane } => Ok(self.drop_lane(lane)),
+            Op::EmptyLocal { lane } => self.empty_local(lane),
+            Op::SubmitLazy { lane } => self.submit_lazy(lane),
+            Op::Refused { local, lane } => self.refused_submission(local, lane),
+            Op::DropQueued { lane } => self.drop_queued(lane),
+            Op::OrderedPair { lane } => self.ordered_pair(lane),
             other => match self.pick(other) {
                 Some(index) => self.apply_to(index, other),
                 None => Ok(false),
@@ -188,7 +204,15 @@ impl<'c, 'w, H: Harness> Runner<'c, 'w, H> {
             Op::DropOutputs { .. } => self.live[index].verify.is_some(),
             Op::DropCompletion { .. } => completion.is_some() && !status.doomed,
             Op::OrderAfter { .. } | Op::Retain { .. } => plain,
-            Op::Submit { .. } | Op::Fork { .. } | Op::LateRelease { .. } => false,
+            Op::Submit { .. }
+            | Op::Fork { .. }
+            | Op::LateRelease { .. }
+            | Op::DropLane { .. }
+            | Op::EmptyLocal { .. }
+            | Op::SubmitLazy { .. }
+            | Op::Refused { .. }
+            | Op::DropQueued { .. }
+            | Op::OrderedPair { .. } => false,
         }
     }
 
@@ -206,7 +230,14 @@ impl<'c, 'w, H: Harness> Runner<'c, 'w, H> {
             Op::DropCompletion { .. } => self.drop_completion(index),
             Op::OrderAfter { lane, .. } => self.order_after(index, lane),
             Op::Retain { .. } => self.retain(index),
-            Op::Submit { .. } | Op::Fork { .. } => Ok(false),
+            Op::Submit { .. }
+            | Op::Fork { .. }
+            | Op::DropLane { .. }
+            | Op::EmptyLocal { .. }
+            | Op::SubmitLazy { .. }
+            | Op::Refused { .. }
+            | Op::DropQueued { .. }
+            | Op::OrderedPair { .. } => Ok(false),
         }
     }
 }
@@ -223,6 +254,13 @@ fn op_sub(op: Op) -> u8 {
         | Op::DropCompletion { sub }
         | Op::OrderAfter { sub, .. }
         | Op::Retain { sub } => sub,
-        Op::Submit { .. } | Op::Fork { .. } => 0,
+        Op::Submit { .. }
+        | Op::Fork { .. }
+        | Op::DropLane { .. }
+        | Op::EmptyLocal { .. }
+        | Op::SubmitLazy { .. }
+        | Op::Refused { .. }
+        | Op::DropQueued { .. }
+        | Op::OrderedPair { .. } => 0,
     }
 }

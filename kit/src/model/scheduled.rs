@@ -168,7 +168,7 @@ pub fn check_sequence_on<H: Harness>(
         },
         limit: options.limit,
     });
-    let plan = Arc::new(Plan::new(scheduler.event()));
+    let plan = Arc::new(Plan::new(scheduler.event(), RANKS - 1));
     let peer: Arc<Mutex<Option<Check>>> = Arc::default();
     let join = {
         let (world, plan, peer, threads) = (

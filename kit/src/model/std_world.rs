@@ -1,5 +1,5 @@
 //! The kit's std world as the model's driver: [`check_sequence`] runs a
-//! sequence's two ranks on `std` threads in a fresh world of the kit
+//! sequence's ranks (two, or up to four: [`check_sequence_sized`]) on `std` threads in a fresh world of the kit
 //! (`crate::world`), under its watchdog (a hang, a crash, a call that must
 //! not block and did become a [`Divergence`] at the step rank 0 was at),
 //! with [`StdThreads`] for the model's clock, sleeps and waits.
@@ -35,10 +35,27 @@ pub fn check_sequence_with<H: Harness>(
     ops: &[Op],
     options: Options,
 ) -> Result<Stats, Divergence> {
+    check_sequence_sized(harness, ops, options, 2)
+}
+
+/// [`check_sequence_with`] in a world of `ranks` ranks (at least two):
+/// rank 0 runs the sequence, and every other rank is a late peer that joins
+/// each collective round when the sequence releases it. The parameterised
+/// submissions ([`Work::UnevenGather`](super::Work::UnevenGather) and the
+/// others with per-member parameters) name two members, so a world of more
+/// ranks skips them; the standard submissions of every claimed operation
+/// run at any size (a transfer's sender is the last rank).
+pub fn check_sequence_sized<H: Harness>(
+    harness: Arc<H>,
+    ops: &[Op],
+    options: Options,
+    ranks: usize,
+) -> Result<Stats, Divergence> {
+    let ranks = ranks.max(2);
     let ops: Arc<[Op]> = ops.into();
     let shared = Arc::new(Mutex::new(Shared::default()));
     let scheduler: Arc<dyn Scheduler> = Arc::new(StdThreads);
-    let plan = Arc::new(Plan::new(scheduler.event()));
+    let plan = Arc::new(Plan::new(scheduler.event(), ranks - 1));
     let script: Script<H> = {
         let (ops, shared) = (Arc::clone(&ops), Arc::clone(&shared));
         Arc::new(move |ctx: &RankCtx<'_, H>| {
@@ -52,7 +69,14 @@ pub fn check_sequence_with<H: Harness>(
             }
         })
     };
-    let end = run_world(harness, 2, 0, options.limit, script, &Default::default());
+    let end = run_world(
+        harness,
+        ranks,
+        0,
+        options.limit,
+        script,
+        &Default::default(),
+    );
     let mut shared = lock(&shared);
     let Progress { step, op, hint, .. } = std::mem::take(&mut shared.progress);
     let world_failure = |id, message| Divergence {

@@ -13,10 +13,15 @@ use super::live::Live;
 use super::op::Work;
 use super::reference::{Fate, HandleState, NewSubmission, Via};
 use super::runner::Runner;
+use super::scheduler::soon;
 use super::variant::Vary;
 use crate::check::Finding;
 use crate::harness::{Harness, WorkState};
 use crate::matrix::{self, Driver, PendingVia, Subject};
+
+/// Scheduling points a settle gives the backend's threads before it looks
+/// at the observers (a lane picks up the work just submitted).
+const LANE_TURNS: usize = 8;
 
 impl<'c, 'w, H: Harness> Runner<'c, 'w, H> {
     /// The driver of `work`, its index in claim order, and its
@@ -34,6 +39,8 @@ impl<'c, 'w, H: Harness> Runner<'c, 'w, H> {
                 let index = usize::from(index).checked_rem(self.drivers.len())?;
                 Some((self.drivers[index], index, None))
             }
+            // Per-member parameters name two members.
+            _ if self.ctx.size() != 2 => None,
             varied => {
                 let (driver, vary) = self.ctx.harness().claims().varied(varied.operation()?)?;
                 let index = self
@@ -58,7 +65,7 @@ impl<'c, 'w, H: Harness> Runner<'c, 'w, H> {
     }
 
     /// A failure of clean work (submission `index`): usually
-    /// [`Self::clean_failure_id`]'s invariant. But when a fault injected
+    /// [`Self::clean_failure_id`]'s invariant, RET-2 on a dropped lane. But when a fault injected
     /// into another submission has not shown there, the fault may have
     /// landed here instead, and the value invariant would be the wrong one
     /// to blame. The fault instrument fails "the next native work item on
@@ -77,6 +84,14 @@ impl<'c, 'w, H: Harness> Runner<'c, 'w, H> {
                 && self.observer_state(k) != Some(WorkState::Failed)
         };
         let Some(other) = (0..self.model.subs.len()).find(|&k| unshown(k)) else {
+            // Its lane's executor was dropped while it was queued: the
+            // completion must keep the executor alive until it ends (RET-2).
+            if self.dropped(record.lane) {
+                return breach(
+                    "RET-2",
+                    format!("{message}; its lane's executor was dropped while it was queued (the completion must keep it alive)"),
+                );
+            }
             return breach(self.clean_failure_id(record.subject), message);
         };
         let lane = self.model.subs[other].lane;
@@ -128,6 +143,9 @@ impl<'c, 'w, H: Harness> Runner<'c, 'w, H> {
                 .unwrap_or(usize::from(lane) % self.lanes()),
             None => usize::from(lane) % self.lanes(),
         };
+        if self.dropped(lane) {
+            return Ok(false);
+        }
         let faulted = fault
             && self.instruments.fault
             && self
@@ -242,10 +260,33 @@ impl<'c, 'w, H: Harness> Runner<'c, 'w, H> {
         released
     }
 
+    /// Settles after a submission or release (see
+    /// [`Options::settle`](super::Options::settle)), by events where the
+    /// harness gives them: with an observer, until every submission the
+    /// model says will finish by itself (released, or never held) is
+    /// observed ended, at most `settle`, after giving the lanes a turn to
+    /// pick up new work; without one, by sleeping `settle`.
     pub(super) fn settle(&self) {
-        if !self.options.settle.is_zero() {
-            self.scheduler.sleep(self.options.settle);
+        let settle = self.options.settle;
+        if settle.is_zero() {
+            return;
         }
+        if !self.instruments.observer {
+            self.scheduler.sleep(settle);
+            return;
+        }
+        let statuses = self.model.statuses();
+        let due: Vec<usize> = (0..self.live.len())
+            .filter(|&index| {
+                statuses[index].due && self.observer_state(index) == Some(WorkState::Live)
+            })
+            .collect();
+        for _ in 0..LANE_TURNS {
+            self.scheduler.yield_now();
+        }
+        soon(&*self.scheduler, settle, || {
+            due.iter().all(|&index| self.observed_ended(index))
+        });
     }
 
     /// Lets the work complete: releases the hold or lets the peer join.
