@@ -286,9 +286,11 @@ const REPLAY_BUDGET: Duration = Duration::from_secs(5);
 /// returns the minimal sequence and the divergence it gives. Some defects are
 /// timing ones (CAN-2's early deadline): a search whose shrunk sequence no
 /// longer diverges in its replays ([`diverges`]) is started again from the
-/// next seed, up to three searches in all.
+/// next seed, up to three searches in all, as is a search that found no
+/// divergence (a defect that needs a lane to run first, on a loaded machine).
 fn shrunk_failure(defect: Defect, cases: u32) -> (Sequence, Divergence) {
     let mut last = None;
+    let mut misses = Vec::new();
     for search in 0..3 {
         let seed = seed().wrapping_add(search);
         let mut runner = runner(cases, seed);
@@ -300,7 +302,12 @@ fn shrunk_failure(defect: Defect, cases: u32) -> (Sequence, Divergence) {
         let shrunk = match outcome {
             Err(TestError::Fail(_, sequence)) => sequence,
             Err(TestError::Abort(reason)) => panic!("{defect}: search aborted: {reason}"),
-            Ok(()) => panic!("{defect}: no divergence found in {cases} sequences (seed {seed})"),
+            // A defect that needs the backend's lane to run before the
+            // model looks may hide on a loaded machine: another search.
+            Ok(()) => {
+                misses.push(seed);
+                continue;
+            }
         };
         let found = diverges(defect, &shrunk);
         let id = found.as_ref().map(|d| d.id);
@@ -312,6 +319,10 @@ fn shrunk_failure(defect: Defect, cases: u32) -> (Sequence, Divergence) {
         }
         last = Some(shrunk);
     }
+    assert!(
+        misses.len() < 3,
+        "{defect}: no divergence found in {cases} sequences under any of the seeds {misses:?}"
+    );
     let shrunk = last.map(|s| s.to_string()).unwrap_or_default();
     panic!("{defect}: the shrunk sequences of three searches passed every replay (five runs and {REPLAY_BUDGET:?} at least, each); the last:\n{shrunk}");
 }
