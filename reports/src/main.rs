@@ -42,8 +42,9 @@ the invariant x subject grid.
 Environment (passed to the kit, checked before anything is written):
 COMMCHECK_SEED (base seed, recorded), COMMCHECK_CASE_TIMEOUT_MS (per-case
 watchdog, default 20000), COMMCHECK_JOBS (cases run at once, each case's worlds in
-turn; default: one case per CPU, and more, up to 32, while other processes leave
-a CPU free, each case's worlds at once, longest cases first).
+turn; default: one world per CPU, and more, up to 32 worlds, while other
+processes leave a CPU free, each case's worlds at once, longest cases
+first).
 Exit status: 0 level reached; 1 not reached; 2 usage or I/O error (a rejected
 expectations file or an unusable --sign key is reported before the run).";
 

@@ -8,7 +8,8 @@
 //! `submit_local_dependencies`) makes the backend evaluate it, which keeps the
 //! submission pending for a while with no hold instrument.
 //!
-//! **Calibration.** Once per run and backend, the kit times building,
+//! **Calibration.** Once per run and backend (before the cases start, with
+//! the process quiet, when the harness has no hold), the kit times building,
 //! submitting and completing chains, growing them until one takes about
 //! [`TARGET`]. The fastest of two runs is the calibration, recorded in the
 //! result file (operation, size, chain length, duration).
@@ -26,7 +27,7 @@
 //! `not-supported` with that reason (provide the hold instrument).
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use eredu_runtime::backend::SubmissionBackend;
@@ -76,6 +77,33 @@ fn key<H: Harness>(harness: &H) -> String {
 pub fn calibration<H: Harness>(harness: &H) -> Option<Calibration> {
     let calibrations = CALIBRATIONS.lock().unwrap_or_else(|p| p.into_inner());
     calibrations.as_ref()?.get(&key(harness)).cloned()
+}
+
+/// Calibrates `harness`'s backend now, in a world of one rank of its own,
+/// unless it was calibrated already: the runner does this before its cases
+/// start when the harness has no hold (the checks then keep local work
+/// pending with lazy chains), so that the duration is measured with the
+/// process quiet. A calibration made while many cases ran would be slow, and
+/// a third of a slow duration is no lower bound once the machine is quiet
+/// again (a check could then take finished work for pending).
+pub(crate) fn calibrate_alone<H: Harness>(harness: &Arc<H>, seed: u64, limit: Duration) {
+    if calibration(&**harness).is_some() {
+        return;
+    }
+    let script: crate::world::Script<H> = Arc::new(|ctx: &RankCtx<'_, H>| {
+        calibrated(ctx);
+        Ok(())
+    });
+    // A world that cannot run leaves the backend uncalibrated: the first
+    // check that needs lazy work calibrates it then, as before.
+    let _ = crate::world::run_world(
+        Arc::clone(harness),
+        1,
+        seed,
+        limit,
+        script,
+        &crate::world::Run::default(),
+    );
 }
 
 /// The calibration for the backend of `ctx`, made on this rank if needed.

@@ -3,12 +3,17 @@
 //! kept pending for a late peer, a bounded wait running out, a release
 //! slack), a few computing (the value checks' size sweeps).
 //!
-//! - A run always has one case per CPU running (its floor).
+//! The count is of worlds, which are what a backend holds at a time
+//! (devices, contexts, memory): a case whose world sizes run at once counts
+//! each of them.
+//!
+//! - A run always has one world per CPU running (its floor), and any case
+//!   may run alone.
 //! - Beyond that, one more starts only while the rest of the machine (every
 //!   process but this one) used less than one CPU's worth of the last look
 //!   at `/proc/stat`, no thread of the backend's waited for a CPU in the
-//!   last quarter-second sample (`world::starved`), and fewer than [`LIMIT`]
-//!   cases run in the whole process (every run in it: a precision matrix
+//!   last quarter-second sample (`world::starved`), and at most [`LIMIT`]
+//!   worlds run in the whole process (every run in it: a precision matrix
 //!   runs several at once). So waiting cases fill the room that computing
 //!   ones leave, but not past the point where the kit could no longer vouch
 //!   that a call blocked (in a starved process such checks end
@@ -27,7 +32,7 @@
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-/// The most cases the adaptive count runs at once in one process.
+/// The most worlds the adaptive count runs at once in one process.
 pub(crate) const LIMIT: usize = 32;
 
 /// How long a look at the machine lasts at least.
@@ -75,6 +80,8 @@ struct CpuTimes {
 /// A running case: dropping it lets the next one in.
 pub(crate) struct Admitted<'a> {
     admission: &'a Admission,
+    /// The worlds it runs at once.
+    worlds: usize,
     /// Admitted beyond the run's floor (counted in [`Shared::extra`]).
     extra: bool,
 }
@@ -82,9 +89,9 @@ pub(crate) struct Admitted<'a> {
 impl Drop for Admitted<'_> {
     fn drop(&mut self) {
         let mut shared = lock(&SHARED);
-        *lock(&self.admission.running) -= 1;
+        *lock(&self.admission.running) -= self.worlds;
         if self.extra {
-            shared.extra -= 1;
+            shared.extra -= self.worlds;
         }
         drop(shared);
         ENDED.notify_all();
@@ -111,29 +118,34 @@ impl Admission {
         self.fixed.unwrap_or(LIMIT.max(self.cpus))
     }
 
-    /// Waits until another case may start. (The shared state is locked
-    /// first, then the run's count, everywhere.)
-    pub(crate) fn enter(&self) -> Admitted<'_> {
+    /// Waits until a case of `worlds` worlds at once may start: within
+    /// the run's floor of one world per CPU (or alone in the run, however
+    /// many worlds it has), or as extra room. Worlds are what a backend holds
+    /// at a time (devices, contexts, memory), so they are what is counted.
+    /// (The shared state is locked first, then the run's count, everywhere.)
+    pub(crate) fn enter(&self, worlds: usize) -> Admitted<'_> {
+        let worlds = worlds.max(1);
         let mut shared = lock(&SHARED);
         loop {
             let running = *lock(&self.running);
             let (room, extra) = match self.fixed {
                 Some(jobs) => (running < jobs, false),
-                None if running < self.cpus => (true, false),
+                None if running == 0 || running + worlds <= self.cpus => (true, false),
                 None => (
-                    shared.extra < LIMIT.saturating_sub(self.cpus)
+                    shared.extra + worlds <= LIMIT.saturating_sub(self.cpus)
                         && room(&mut shared)
                         && !crate::world::starved(),
                     true,
                 ),
             };
             if room {
-                *lock(&self.running) += 1;
+                *lock(&self.running) += worlds;
                 if extra {
-                    shared.extra += 1;
+                    shared.extra += worlds;
                 }
                 return Admitted {
                     admission: self,
+                    worlds,
                     extra,
                 };
             }
@@ -210,11 +222,11 @@ mod tests {
     fn a_fixed_count_admits_that_many_at_once() {
         let admission = Admission::new(Some(2));
         assert_eq!(admission.workers(), 2);
-        let first = admission.enter();
-        let _second = admission.enter();
+        let first = admission.enter(1);
+        let _second = admission.enter(1);
         assert_eq!(*lock(&admission.running), 2);
         drop(first);
-        let _third = admission.enter();
+        let _third = admission.enter(1);
         assert_eq!(*lock(&admission.running), 2);
     }
 
@@ -222,11 +234,22 @@ mod tests {
     fn every_adaptive_run_has_one_case_per_cpu_whatever_the_others_run() {
         let first = Admission::new(None);
         let second = Admission::new(None);
-        let a: Vec<_> = (0..first.cpus).map(|_| first.enter()).collect();
-        let b: Vec<_> = (0..second.cpus).map(|_| second.enter()).collect();
+        let a: Vec<_> = (0..first.cpus).map(|_| first.enter(1)).collect();
+        let b: Vec<_> = (0..second.cpus).map(|_| second.enter(1)).collect();
         assert_eq!(a.len() + b.len(), 2 * first.cpus);
         assert!(a.iter().chain(&b).all(|admitted| !admitted.extra));
         assert!(first.workers() >= first.cpus);
+    }
+
+    #[test]
+    fn a_case_of_more_worlds_than_cpus_runs_alone_in_its_run_and_counts_them_all() {
+        let run = Admission::new(None);
+        let many = run.cpus + 3;
+        let admitted = run.enter(many);
+        assert!(!admitted.extra);
+        assert_eq!(*lock(&run.running), many);
+        drop(admitted);
+        assert_eq!(*lock(&run.running), 0);
     }
 
     #[test]

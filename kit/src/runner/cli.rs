@@ -44,6 +44,9 @@ pub fn run_cases_with<H: Harness>(
         .filter(|case| select(case))
         .map(Arc::new)
         .collect();
+    if !harness.instruments().hold && cases.iter().any(|case| case.script.is_ok()) {
+        crate::matrix::lazy::calibrate_alone(&harness, base, limit);
+    }
     let order = start_order(&cases);
     let next = Mutex::new(0usize);
     let results = Mutex::new(vec![None; cases.len()]);
@@ -51,7 +54,6 @@ pub fn run_cases_with<H: Harness>(
     std::thread::scope(|scope| {
         for _ in 0..admission.workers() {
             scope.spawn(|| loop {
-                let admitted = admission.enter();
                 let index = {
                     let mut next = next.lock().unwrap_or_else(|p| p.into_inner());
                     let index = order.get(*next).copied();
@@ -60,7 +62,9 @@ pub fn run_cases_with<H: Harness>(
                 };
                 let Some(index) = index else { break };
                 let case = &cases[index];
-                let result = execute(&harness, case, base, limit, settings.jobs.is_none());
+                let at_once = settings.jobs.is_none();
+                let admitted = admission.enter(if at_once { case.worlds.len() } else { 1 });
+                let result = execute(&harness, case, base, limit, at_once);
                 drop(admitted);
                 progress(&result, cases.len());
                 results.lock().unwrap_or_else(|p| p.into_inner())[index] = Some(result);
