@@ -17,6 +17,14 @@ use crate::matrix::Subject;
 /// an `Instant` may overflow.
 const OVERFLOW_EDGE: Duration = Duration::from_secs(365 * 24 * 3600);
 
+/// How a divergence ends whose cause the kit cannot place: an injected fault
+/// that did not fail the work it was armed for, and may have failed other
+/// work (a lazy launch, or the fault instrument's reading of "the next native
+/// work item"). No invariant is named, and the fuzz targets do not report it
+/// ([`super::Divergence::fault_unplaced`]).
+pub(crate) const UNPLACED_FAULT: &str =
+    "the kit cannot tell where the injected fault landed, so no invariant is named";
+
 /// A divergence found on rank 0, before the step index is attached.
 #[derive(Debug)]
 pub(crate) struct Breach {

@@ -4,7 +4,9 @@
 //! and the outputs' values once the work completed (the operation's value
 //! invariant: SUM-1, GAT-1, ...).
 
-use super::blame::{breach, early_id, from_finding, must_fail, value_id, why, Breach};
+use super::blame::{
+    breach, early_id, from_finding, must_fail, value_id, why, Breach, UNPLACED_FAULT,
+};
 use super::reference::{Record, Seen, Status};
 use super::runner::Runner;
 use super::scheduler::soon;
@@ -48,7 +50,7 @@ impl<'c, 'w, H: Harness> Runner<'c, 'w, H> {
                 message: format!(
                     "{who}: {what} for work whose injected fault should make it fail, and the observer \
                      says it completed: the fault did not reach this work (it may have landed on later \
-                     work, as with a lazily launched submission); no invariant is named"
+                     work, as with a lazily launched submission); {UNPLACED_FAULT}"
                 ),
             },
             _ => breach(

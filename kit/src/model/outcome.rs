@@ -81,4 +81,16 @@ impl std::fmt::Display for Divergence {
     }
 }
 
+impl Divergence {
+    /// Whether the kit could not place an injected fault: it did not fail the
+    /// work it was armed for and may have failed other work (a lazy launch,
+    /// or the fault instrument's own reading of "the next native work
+    /// item"). Such a divergence names no invariant; it says the sequence is
+    /// inconclusive, not that the backend broke the contract, and the fuzz
+    /// targets do not report it.
+    pub fn fault_unplaced(&self) -> bool {
+        self.id.is_none() && self.message.ends_with(super::blame::UNPLACED_FAULT)
+    }
+}
+
 impl std::error::Error for Divergence {}

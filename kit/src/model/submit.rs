@@ -109,11 +109,12 @@ impl<'c, 'w, H: Harness> Runner<'c, 'w, H> {
         Breach {
             id: None,
             message: format!(
-                "{message}; the fault injected into submission {other} (lane {lane}) has not shown there                  ({}), so it may have landed on this work: a lazily launched submission or the fault                  instrument's reading of \"the next native work item\" would do this; no invariant is named",
+                "{message}; the fault injected into submission {other} (lane {lane}) has not shown there                  ({}), so it may have landed on this work: a lazily launched submission or the fault                  instrument's reading of \"the next native work item\" would do this; {}",
                 match self.observer_state(other) {
                     Some(state) => format!("observer: {state:?}"),
                     None => "no observer".into(),
-                }
+                },
+                super::blame::UNPLACED_FAULT
             ),
         }
     }
