@@ -151,16 +151,7 @@ pub(crate) fn program(data: &[u8]) -> Result<Program, Rejection> {
     let mask = u32::from_le_bytes(reader.bytes().ok_or(Rejection::Truncated("kind mask"))?);
     let enabled = Kinds::within(mask, Kinds::ALL_V1);
     let flags = reader.byte().ok_or(Rejection::Truncated("flags"))?;
-    let kinds = enabled.list();
-    let mut ops = Vec::new();
-    while ops.len() < MAX_OPS && !reader.is_empty() {
-        let Some(selector) = reader.byte() else { break };
-        let kind = kinds[usize::from(selector) % kinds.len()];
-        match op(kind, &mut reader) {
-            Some(op) => ops.push(op),
-            None => break,
-        }
-    }
+    let ops = ops(&mut reader, &enabled.list(), MAX_OPS, op);
     Ok(Program {
         format: VERSION,
         ranks: 2,
@@ -177,6 +168,28 @@ pub(crate) fn submit(work: Work, reader: &mut Reader<'_>) -> Option<Op> {
 }
 
 /// Operation kind `kind` (one of format 1's) and its arguments.
+/// The operations after a sequence's header, in either format: a selector
+/// byte (the kind is `kinds[selector % kinds.len()]`) and the kind's
+/// arguments (`op`), until `max` operations or the first operation the bytes
+/// do not complete.
+pub(crate) fn ops(
+    reader: &mut Reader<'_>,
+    kinds: &[usize],
+    max: usize,
+    op: fn(usize, &mut Reader<'_>) -> Option<Op>,
+) -> Vec<Op> {
+    let mut ops = Vec::new();
+    while ops.len() < max && !reader.is_empty() {
+        let Some(selector) = reader.byte() else { break };
+        let kind = kinds[usize::from(selector) % kinds.len()];
+        match op(kind, reader) {
+            Some(op) => ops.push(op),
+            None => break,
+        }
+    }
+    ops
+}
+
 pub(crate) fn op(kind: usize, r: &mut Reader<'_>) -> Option<Op> {
     Some(match kind {
         0 => submit(Work::LocalDependencies, r)?,

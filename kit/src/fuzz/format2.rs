@@ -27,16 +27,7 @@ pub(crate) fn program(mut reader: Reader<'_>) -> Result<Program, Rejection> {
     let mask = u32::from_le_bytes(reader.bytes().ok_or(Rejection::Truncated("kind mask"))?);
     let enabled = Kinds::from_mask(mask);
     let flags = reader.byte().ok_or(Rejection::Truncated("flags"))?;
-    let kinds = enabled.list();
-    let mut ops = Vec::new();
-    while ops.len() < MAX_OPS && !reader.is_empty() {
-        let Some(selector) = reader.byte() else { break };
-        let kind = kinds[usize::from(selector) % kinds.len()];
-        match op(kind, &mut reader) {
-            Some(op) => ops.push(op),
-            None => break,
-        }
-    }
+    let ops = format::ops(&mut reader, &enabled.list(), MAX_OPS, op);
     Ok(Program {
         format: SEQUENCE_VERSION,
         ranks,

@@ -219,21 +219,31 @@ pub fn check<H: Harness + Clone>(harness: &H, data: &[u8]) -> Result<(), Failure
         true => program.ranks,
         false => 2,
     };
-    match check_sequence_sized(
+    let outcome = check_sequence_sized(
         Arc::new(harness.clone()),
         &program.ops,
         program.options(),
         ranks,
-    ) {
-        Ok(_) => Ok(()),
-        // The kit could not place an injected fault: inconclusive, no finding.
-        Err(divergence) if divergence.fault_unplaced() => Ok(()),
-        Err(divergence) => Err(sequence_failure(
-            Target::Sequence,
-            data,
-            divergence,
-            &program.ops,
-        )),
+    );
+    judge(Target::Sequence, data, outcome.map(drop), &program.ops)
+}
+
+/// A sequence's outcome as a fuzz finding: a divergence, unless the kit
+/// could not place an injected fault ([`Divergence::fault_unplaced`]): then
+/// the input is inconclusive, and no finding.
+///
+/// [`Divergence::fault_unplaced`]: crate::model::Divergence::fault_unplaced
+fn judge(
+    target: Target,
+    data: &[u8],
+    outcome: Result<(), crate::model::Divergence>,
+    ops: &Sequence,
+) -> Result<(), Failure> {
+    match outcome {
+        Err(divergence) if !divergence.fault_unplaced() => {
+            Err(sequence_failure(target, data, divergence, ops))
+        }
+        _ => Ok(()),
     }
 }
 
@@ -249,11 +259,8 @@ pub fn check_deadlines<H: Harness + Clone>(harness: &H, data: &[u8]) -> Result<(
         limit: LIMIT,
         settle: Duration::ZERO,
     };
-    match check_sequence_with(Arc::new(harness.clone()), &ops, options) {
-        Ok(_) => Ok(()),
-        Err(divergence) if divergence.fault_unplaced() => Ok(()),
-        Err(divergence) => Err(sequence_failure(Target::Deadlines, data, divergence, &ops)),
-    }
+    let outcome = check_sequence_with(Arc::new(harness.clone()), &ops, options);
+    judge(Target::Deadlines, data, outcome.map(drop), &ops)
 }
 
 thread_local! {
