@@ -421,7 +421,7 @@ impl Harness for CpuHarness {
             _ => Element::F32,
         };
         rank.device
-            .typed_tensor(element, &values.widen(), &extents(shape)?)
+            .typed_tensor_from(element, values.widen(), &extents(shape)?)
             .map_err(HarnessError::new)
     }
 
@@ -438,7 +438,11 @@ impl Harness for CpuHarness {
             Element::Bf16 => Dtype::Bf16,
             _ => Dtype::F32,
         };
-        Ok(HostValues::narrow(dtype, &self.read(rank, tensor)?))
+        let values = self.read(rank, tensor)?;
+        Ok(match dtype {
+            Dtype::F32 => HostValues::F32(values),
+            _ => HostValues::narrow(dtype, &values),
+        })
     }
 
     /// The sum's cache block and its parallel split (elements are kept as

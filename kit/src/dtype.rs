@@ -147,6 +147,21 @@ impl HostValues {
         }
     }
 
+    /// Whether `other` holds the same dtype and the same values, bit for
+    /// bit (`-0.0` differs from `0.0`, and a NaN equals a NaN of the same
+    /// bits).
+    pub fn same_bits(&self, other: &HostValues) -> bool {
+        fn same<T: Copy, B: PartialEq>(a: &[T], b: &[T], bits: impl Fn(T) -> B) -> bool {
+            a.len() == b.len() && a.iter().zip(b).all(|(&x, &y)| bits(x) == bits(y))
+        }
+        match (self, other) {
+            (Self::F32(a), Self::F32(b)) => same(a, b, f32::to_bits),
+            (Self::F16(a), Self::F16(b)) => same(a, b, f16::to_bits),
+            (Self::Bf16(a), Self::Bf16(b)) => same(a, b, bf16::to_bits),
+            _ => false,
+        }
+    }
+
     /// The values' dtype.
     pub fn dtype(&self) -> Dtype {
         match self {
@@ -196,6 +211,25 @@ mod tests {
             [4, 2, 2],
             "element sizes of f32, f16, bf16"
         );
+    }
+
+    #[test]
+    fn same_bits_tells_signed_zeros_and_dtypes_apart() {
+        let values = [0.0, 1.5, -2.0];
+        for dtype in Dtype::ALL {
+            let built = HostValues::narrow(dtype, &values);
+            assert!(built.same_bits(&built.clone()), "{dtype}");
+            assert!(
+                !built.same_bits(&HostValues::narrow(dtype, &[-0.0, 1.5, -2.0])),
+                "{dtype}"
+            );
+            assert!(
+                !built.same_bits(&HostValues::narrow(dtype, &values[..2])),
+                "{dtype}"
+            );
+        }
+        assert!(!HostValues::narrow(Dtype::F16, &values)
+            .same_bits(&HostValues::narrow(Dtype::Bf16, &values)));
     }
 
     #[test]

@@ -169,6 +169,16 @@ impl CpuDevice {
         values: &[f32],
         shape: &[i32],
     ) -> Result<CpuTensor, CpuError> {
+        self.typed_tensor_from(element, values.to_vec(), shape)
+    }
+
+    /// [`CpuDevice::typed_tensor`] from values it keeps (no copy).
+    pub fn typed_tensor_from(
+        &self,
+        element: Element,
+        values: Vec<f32>,
+        shape: &[i32],
+    ) -> Result<CpuTensor, CpuError> {
         if let Some(index) = values.iter().position(|&v| !element.represents(v)) {
             return Err(CpuError::invalid(
                 "tensor",
@@ -176,7 +186,7 @@ impl CpuDevice {
                 format!("{} at index {index}", values[index]),
             ));
         }
-        CpuTensor::ready(&self.shared.ledger, "tensor", values.to_vec(), shape)
+        CpuTensor::ready(&self.shared.ledger, "tensor", values, shape)
             .map(|tensor| tensor.of(element))
     }
 

@@ -195,7 +195,7 @@ where
     let mut tag = 0u64;
     run(ctx, || {
         each_dtype(ctx, |dtype, sweep| {
-            let scenarios = scenarios(ctx.seed(), ctx.size(), dtype, sweep);
+            let scenarios = values::shared_scenarios(ctx, "a2a", (dtype, sweep), scenarios);
             for (index, scenario) in scenarios.iter().enumerate() {
                 let first = index == 0;
                 if let Some(&(base, axis, zeros)) = STEPS.get(index) {
@@ -208,9 +208,9 @@ where
             }
             Ok(())
         })?;
-        let table = scenarios(ctx.seed(), ctx.size(), Dtype::F32, &[]);
+        let table = values::shared_scenarios(ctx, "a2a", (Dtype::F32, &[]), scenarios);
         each_member_order(ctx, 4, |on| {
-            for scenario in &table {
+            for scenario in table.iter() {
                 exchange_step(ctx, (tag, false), scenario, on)?;
                 tag += 1;
             }

@@ -137,9 +137,10 @@ where
     let mut wrong = Vec::new();
     run(ctx, || {
         each_dtype(ctx, |dtype, sweep| {
-            for (index, scenario) in scenarios(ctx.seed(), ctx.size(), dtype, sweep)
-                .iter()
-                .enumerate()
+            for (index, scenario) in
+                super::values::shared_scenarios(ctx, "brd", (dtype, sweep), scenarios)
+                    .iter()
+                    .enumerate()
             {
                 let rank = ctx.rank();
                 let input = ctx.tensor(&scenario.inputs[rank], &scenario.shapes[rank])?;

@@ -101,18 +101,19 @@ where
     let mut step = 0u64;
     run(ctx, || {
         each_dtype(ctx, |dtype, sweep| {
-            for (index, scenario) in even_scenarios(ctx.seed(), ctx.size(), dtype, sweep)
-                .iter()
-                .enumerate()
+            for (index, scenario) in
+                values::shared_scenarios(ctx, "even", (dtype, sweep), even_scenarios)
+                    .iter()
+                    .enumerate()
             {
                 gather_even_step(ctx, (step, index == 0), scenario, &On::world(ctx))?;
                 step += 1;
             }
             Ok(())
         })?;
-        let table = even_scenarios(ctx.seed(), ctx.size(), Dtype::F32, &[]);
+        let table = values::shared_scenarios(ctx, "even", (Dtype::F32, &[]), even_scenarios);
         each_member_order(ctx, 2, |on| {
-            for scenario in &table {
+            for scenario in table.iter() {
                 gather_even_step(ctx, (step, false), scenario, on)?;
                 step += 1;
             }
@@ -181,18 +182,19 @@ where
     let mut step = 0u64;
     run(ctx, || {
         each_dtype(ctx, |dtype, sweep| {
-            for (index, scenario) in uneven_scenarios(ctx.seed(), ctx.size(), dtype, sweep)
-                .iter()
-                .enumerate()
+            for (index, scenario) in
+                values::shared_scenarios(ctx, "uneven", (dtype, sweep), uneven_scenarios)
+                    .iter()
+                    .enumerate()
             {
                 gather_uneven_step(ctx, (step, index == 0), scenario, &On::world(ctx))?;
                 step += 1;
             }
             Ok(())
         })?;
-        let table = uneven_scenarios(ctx.seed(), ctx.size(), Dtype::F32, &[]);
+        let table = values::shared_scenarios(ctx, "uneven", (Dtype::F32, &[]), uneven_scenarios);
         each_member_order(ctx, 3, |on| {
-            for scenario in &table {
+            for scenario in table.iter() {
                 gather_uneven_step(ctx, (step, false), scenario, on)?;
                 step += 1;
             }

@@ -101,7 +101,7 @@ where
             } else {
                 "should be the elementwise sum over members (within its bound)"
             };
-            for (index, scenario) in scenarios(ctx.seed(), ctx.size(), dtype, sweep)
+            for (index, scenario) in values::shared_scenarios(ctx, "sum", (dtype, sweep), scenarios)
                 .iter()
                 .enumerate()
             {
@@ -120,9 +120,9 @@ where
             }
             Ok(())
         })?;
-        let table = scenarios(ctx.seed(), ctx.size(), Dtype::F32, &[]);
+        let table = values::shared_scenarios(ctx, "sum", (Dtype::F32, &[]), scenarios);
         each_member_order(ctx, 1, |on| {
-            for scenario in &table {
+            for scenario in table.iter() {
                 values::step(
                     ctx,
                     ("sum-1", step, false),

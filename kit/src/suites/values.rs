@@ -51,6 +51,22 @@ pub(crate) fn each_dtype<H: Harness>(
     Ok(())
 }
 
+/// The scenarios `build` makes for this world (a function of the case's
+/// seed, the world's size, `dtype` and the sweep), built by the first rank
+/// that asks and shared by the others: each scenario holds every member's
+/// inputs, which every rank would otherwise build in full. `name` tells
+/// the builders of one case apart.
+pub(crate) fn shared_scenarios<H: Harness>(
+    ctx: &RankCtx<'_, H>,
+    name: &str,
+    (dtype, sweep): (Dtype, &[usize]),
+    build: fn(u64, usize, Dtype, &[usize]) -> Vec<Scenario>,
+) -> std::sync::Arc<Vec<Scenario>> {
+    ctx.shared(format!("scenarios/{name}/{dtype}/{sweep:?}"), || {
+        build(ctx.seed(), ctx.size(), dtype, sweep)
+    })
+}
+
 /// Why a dtype's steps ended early.
 pub(crate) enum Refused {
     /// The backend refused the dtype at its first step's submission (quoted).

@@ -200,6 +200,17 @@ impl<'w, H: Harness> RankCtx<'w, H> {
             .map_err(|error| Finding::Harness(error.0))
     }
 
+    /// The value under `key` that every rank of this world computes alike
+    /// (a function of the case's seed, the world's size and `key`): built
+    /// once, by the first rank that asks, and shared while the world lasts.
+    pub(crate) fn shared<T: Send + Sync + 'static>(
+        &self,
+        key: String,
+        build: impl FnOnce() -> T,
+    ) -> std::sync::Arc<T> {
+        self.signals.shared(key, build)
+    }
+
     /// Makes a tensor; a harness failure becomes [`Finding::Harness`].
     pub fn tensor(&self, values: &[f32], shape: &[usize]) -> Result<Tensor<H>, Finding> {
         inside("Harness::tensor", || self.tensor_in(values, shape))
@@ -215,10 +226,7 @@ impl<'w, H: Harness> RankCtx<'w, H> {
         // Read back before any backend call: a tensor that does not hold
         // what it was built from is the harness's error, never the backend's.
         let back = harness(self.harness.read_as(&self.rank, &tensor, dtype))?;
-        let bits = |values: &HostValues| -> Vec<u32> {
-            values.widen().iter().map(|v| v.to_bits()).collect()
-        };
-        if back.dtype() != dtype || bits(&back) != bits(&built) {
+        if !back.same_bits(&built) {
             return Err(Finding::Harness(format!(
                 "a {dtype} tensor of shape {shape:?} built from {} values read back, before any \
                  backend call, as {} {} values that differ from them",

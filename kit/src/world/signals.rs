@@ -1,12 +1,14 @@
 //! What the ranks of a world share beside the backend: host-side signals for
 //! choreography (a late peer joins when told to; relayed to the world's
-//! other processes), and the journal in which they record notes and
+//! other processes), the values the ranks of one process compute alike
+//! (built once), and the journal in which they record notes and
 //! violations of other invariants than the case's own.
 
 use super::sample::guard;
 use crate::results::Attributed;
-use std::collections::HashSet;
-use std::sync::{Condvar, Mutex};
+use std::any::Any;
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 /// Where a world's signals also go: the other processes of a world whose
@@ -20,6 +22,9 @@ pub(crate) struct Signals {
     pub(super) raised: Mutex<HashSet<String>>,
     pub(super) changed: Condvar,
     pub(super) relay: Option<Relay>,
+    /// Values every rank of the world would compute alike, by key (see
+    /// [`Signals::shared`]).
+    memo: Mutex<HashMap<String, Arc<dyn Any + Send + Sync>>>,
 }
 
 impl Signals {
@@ -29,6 +34,25 @@ impl Signals {
             relay: Some(relay),
             ..Self::default()
         }
+    }
+
+    /// The value under `key`, built by `build` by the first rank that asks
+    /// (the others wait for it) and kept while the world lasts: for inputs
+    /// and expectations that are a function of the world's seed and size,
+    /// which every rank would otherwise build in full. A key first built
+    /// as another type is built again, unshared.
+    pub(crate) fn shared<T: Send + Sync + 'static>(
+        &self,
+        key: String,
+        build: impl FnOnce() -> T,
+    ) -> Arc<T> {
+        let mut memo = guard(&self.memo);
+        if let Some(Ok(value)) = memo.get(&key).map(|v| Arc::clone(v).downcast::<T>()) {
+            return value;
+        }
+        let value = Arc::new(build());
+        memo.insert(key, Arc::clone(&value) as Arc<dyn Any + Send + Sync>);
+        value
     }
 
     /// Raises `name` here and on every process the relay reaches.
