@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Certifies the CPU backend in each of its personalities as a vendor harness
 # with no instruments would (`certify cpu --personality NAME --no-instruments`),
-# under each seed given (default two: 1 and 2), and checks the verdicts: no
-# case fails, times out, crashes, is flaky or inconclusive; the same verdict
-# for every case under every seed; level core for every personality; nothing lost against the
+# with two seeds each, and checks the verdicts: no case fails, times out,
+# crashes, is flaky or inconclusive; the same verdict for every case under
+# both seeds; level core for every personality; nothing lost against the
 # checked-in certification of the personality (reports/personalities/NAME,
 # the source of kit/EVIDENCE.md's table; remake it with
 # `commcheck-report certify cpu --personality NAME --no-instruments --out
