@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use eredu_runtime::backend::FailureAgreementBackend;
 
-use super::choreography::{await_members, rendezvous};
+use super::choreography::{await_members, rendezvous, silent_peer};
 use super::common::{handle_and_output, must_complete, needs, violations};
 use crate::case::{Body, Row};
 use crate::check::{slack, Check, Finding};
@@ -171,10 +171,10 @@ where
     let status = expected || ctx.rank() != late;
     if ctx.rank() == late {
         await_members(ctx, late, |peer| submitted(late, peer)).map_err(|peer| {
-            Finding::Violation(format!(
-                "agree_success, member {late} late: rank {peer}'s call did not return within {:?}",
-                slack::RELEASE
-            ))
+            silent_peer(
+                peer,
+                &format!("return from agree_success (member {late} late)"),
+            )
         })?;
     }
     let what = format!(
@@ -194,10 +194,10 @@ where
     // rank's ledger readings.
     let resolved = |rank: usize| format!("agr2-late-{late}-resolved-by-{rank}");
     if ctx.rank() > 0 && !ctx.await_signal(&resolved(ctx.rank() - 1), slack::RELEASE) {
-        return Err(Finding::Violation(format!(
-            "{what}: rank {} never resolved its agreement (its own finding says why)",
-            ctx.rank() - 1
-        )));
+        return Err(silent_peer(
+            ctx.rank() - 1,
+            &format!("resolve its agreement ({what})"),
+        ));
     }
     let outcome = resolves_promptly(ctx, output, expected, &what);
     ctx.signal(&resolved(ctx.rank()));

@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use eredu_runtime::backend::BarrierBackend;
 
-use super::choreography::await_members;
+use super::choreography::{await_members, silent_peer};
 use super::common::{must_complete, needs, violations};
 use crate::case::{Body, Row};
 use crate::check::{slack, Check, Finding};
@@ -141,10 +141,10 @@ where
     Backend<H>: BarrierBackend,
 {
     await_members(ctx, late, |peer| watched(late, peer)).map_err(|peer| {
-        Finding::Violation(format!(
-            "barrier, late member {late}: rank {peer} did not submit and watch its barrier within {:?} (its own finding says why)",
-            slack::RELEASE
-        ))
+        silent_peer(
+            peer,
+            &format!("submit and watch its barrier (late member {late})"),
+        )
     })?;
     let completion = enter(ctx, late)?;
     must_complete(&completion, || {

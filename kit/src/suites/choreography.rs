@@ -91,15 +91,25 @@ pub(crate) fn await_members<H: Harness>(
     Ok(())
 }
 
+/// What a rank says of a peer that stayed silent for [`slack::RELEASE`] of
+/// wall time where `what` should have happened: inconclusive. A peer that
+/// found a violation, or whose call blocked or hung, fails the case by its
+/// own finding (the block guard, the case watchdog), which outranks this;
+/// a peer that was only slow (a loaded machine) proves nothing, so a wall
+/// clock never fails the case.
+pub(crate) fn silent_peer(peer: usize, what: &str) -> Finding {
+    Finding::Inconclusive(format!(
+        "rank {peer} did not {what} within {:?} of wall time (a finding of its own says why; without one, it \
+         was slow, which proves nothing)",
+        slack::RELEASE
+    ))
+}
+
 /// A host-side barrier of the rank threads (no backend work involved).
 pub(crate) fn rendezvous<H: Harness>(ctx: &RankCtx<'_, H>, tag: &str) -> Check {
     ctx.signal(&format!("{tag}-{}", ctx.rank()));
-    await_members(ctx, ctx.rank(), |peer| format!("{tag}-{peer}")).map_err(|peer| {
-        Finding::Violation(format!(
-            "rank {peer} did not reach `{tag}` within {:?} (its own finding says why)",
-            slack::RELEASE
-        ))
-    })
+    await_members(ctx, ctx.rank(), |peer| format!("{tag}-{peer}"))
+        .map_err(|peer| silent_peer(peer, &format!("reach `{tag}`")))
 }
 
 /// Submits on this rank in turn: the `late` member only once every other
