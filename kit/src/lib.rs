@@ -13,6 +13,11 @@
 //! [[test]]
 //! name = "commcheck"
 //! harness = false
+//!
+//! # The value checks move megabytes per rank: build the kit optimised in
+//! # the dev profile that `cargo test` uses.
+//! [profile.dev.package.commcheck]
+//! opt-level = 2
 //! ```
 //!
 //! commcheck is not on crates.io yet: depend on a checkout (the path form
