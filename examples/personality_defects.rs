@@ -16,6 +16,7 @@
 //! ```sh
 //! cargo run --release --example personality_defects            # every personality
 //! cargo run --release --example personality_defects -- eager    # one
+//! cargo run --release --example personality_defects -- lazy eager   # some
 //! COMMCHECK_MUTANTS=ForkSharesLane,OrderAfterIgnored cargo run --example personality_defects -- lazy
 //! ```
 //!
@@ -181,50 +182,57 @@ fn one(personality: &str) -> Result<bool, String> {
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    match args.as_slice() {
-        [personality] if personality != "--help" && personality != "-h" => match one(personality) {
+    if let Some(flag) = args.iter().find(|arg| arg.starts_with('-')) {
+        let usage = format!(
+            "usage: personality_defects [PERSONALITY...]   (of {}; none: every one)\n\
+             One personality runs in this process; several run each in a process of its own, in turn.\n\
+             COMMCHECK_MUTANTS=Name,Name restricts the defects.",
+            PERSONALITIES.join(", ")
+        );
+        if flag == "--help" || flag == "-h" {
+            println!("{usage}");
+            return ExitCode::SUCCESS;
+        }
+        eprintln!("personality_defects: unknown option `{flag}`\n{usage}");
+        return ExitCode::from(2);
+    }
+    if let [personality] = args.as_slice() {
+        return match one(personality) {
             Ok(true) => ExitCode::SUCCESS,
             Ok(false) => ExitCode::FAILURE,
             Err(error) => {
                 eprintln!("personality_defects: {error}");
                 ExitCode::from(2)
             }
-        },
-        [] => {
-            let Ok(me) = std::env::current_exe() else {
-                eprintln!(
-                    "personality_defects: cannot find this program to run it per personality"
-                );
+        };
+    }
+    let Ok(me) = std::env::current_exe() else {
+        eprintln!("personality_defects: cannot find this program to run it per personality");
+        return ExitCode::from(2);
+    };
+    let personalities: Vec<&str> = if args.is_empty() {
+        PERSONALITIES.to_vec()
+    } else {
+        args.iter().map(String::as_str).collect()
+    };
+    let mut ok = true;
+    for personality in personalities {
+        match Command::new(&me).arg(personality).status() {
+            Ok(status) if status.success() => {}
+            Ok(status) if status.code() == Some(1) => ok = false,
+            Ok(status) => {
+                eprintln!("personality_defects: {personality}: {status}");
                 return ExitCode::from(2);
-            };
-            let mut ok = true;
-            for personality in PERSONALITIES {
-                match Command::new(&me).arg(personality).status() {
-                    Ok(status) if status.success() => {}
-                    Ok(status) if status.code() == Some(1) => ok = false,
-                    Ok(status) => {
-                        eprintln!("personality_defects: {personality}: {status}");
-                        return ExitCode::from(2);
-                    }
-                    Err(error) => {
-                        eprintln!("personality_defects: {personality}: {error}");
-                        return ExitCode::from(2);
-                    }
-                }
             }
-            if ok {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::FAILURE
+            Err(error) => {
+                eprintln!("personality_defects: {personality}: {error}");
+                return ExitCode::from(2);
             }
         }
-        _ => {
-            eprintln!(
-                "usage: personality_defects [PERSONALITY]   (one of {}; none: each in turn)\n\
-                 COMMCHECK_MUTANTS=Name,Name restricts the defects.",
-                PERSONALITIES.join(", ")
-            );
-            ExitCode::from(2)
-        }
+    }
+    if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
     }
 }
