@@ -86,6 +86,13 @@ fn follow<H: Harness>(
                 };
                 execute_across(control, harness, case, base, agreed);
                 if let Some(broken) = control.broken() {
+                    // The leader reports a broken world (it says why and
+                    // marks the result file incomplete): until its link
+                    // closes, or a watchdog and a grace pass, leave it the
+                    // time to. Exiting first, with a non-zero status, lets
+                    // mpirun end the job before the leader has said a word.
+                    let _ =
+                        control.wait(0, Instant::now() + agreed.limit + agreed.grace, |_| false);
                     return Err(ProcessError::Lost(broken));
                 }
             }
