@@ -116,23 +116,29 @@ fn timed(
     });
 }
 
-fn default_certification(c: &mut Criterion) {
-    let mut group = c.benchmark_group("certify_cpu");
+/// A group of whole-process certifications: ten samples, no warm-up to
+/// speak of (each sample is a fresh process).
+fn group<'c>(
+    c: &'c mut Criterion,
+    name: &str,
+) -> criterion::BenchmarkGroup<'c, criterion::measurement::WallTime> {
+    let mut group = c.benchmark_group(name);
     group
         .sample_size(10)
         .warm_up_time(Duration::from_millis(1))
         .measurement_time(Duration::from_secs(1));
+    group
+}
+
+fn default_certification(c: &mut Criterion) {
+    let mut group = group(c, "certify_cpu");
     timed(&mut group, "default", FULL, None);
     timed(&mut group, "jobs_2", FULL, Some("2"));
     group.finish();
 }
 
 fn certification(c: &mut Criterion) {
-    let mut group = c.benchmark_group("certify_no_instruments");
-    group
-        .sample_size(10)
-        .warm_up_time(Duration::from_millis(1))
-        .measurement_time(Duration::from_secs(1));
+    let mut group = group(c, "certify_no_instruments");
     for personality in PERSONALITIES {
         timed(&mut group, personality, personality, None);
     }

@@ -55,11 +55,16 @@ pub fn show(results: &RunResults) {
     }
 }
 
+/// The cases `select` picks, run against the CPU backend with `defect`
+/// planted.
+fn planted(defect: Defect, select: impl Fn(&commcheck::Case<CpuHarness>) -> bool) -> RunResults {
+    run_cases(CpuHarness::with_defect(defect), select).expect("the COMMCHECK_* settings are valid")
+}
+
 impl Row {
     fn run(defect: Defect) -> Self {
         let started = Instant::now();
-        let results = run_cases(CpuHarness::with_defect(defect), |_| true)
-            .expect("the COMMCHECK_* settings are valid");
+        let results = planted(defect, |_| true);
         Self {
             defect,
             results,
@@ -90,10 +95,7 @@ impl Row {
                 return;
             }
             let started = Instant::now();
-            let alone = run_cases(CpuHarness::with_defect(self.defect), |case| {
-                case.invariant().id == id
-            })
-            .expect("the COMMCHECK_* settings are valid");
+            let alone = planted(self.defect, |case| case.invariant().id == id);
             self.wall += started.elapsed();
             for case in alone.cases {
                 if let Some(old) = self.results.cases.iter_mut().find(|c| c.name == case.name) {
