@@ -24,6 +24,11 @@ use std::any::Any;
 /// A value kept alive until the work reaches a terminal state.
 pub type Retained = Box<dyn Any + Send>;
 
+/// What running work that blocks on something else (a rendezvous, a
+/// mailbox) registers with [`Core::wake_on_cancel`], so a cancellation
+/// request wakes it instead of the work polling for one.
+pub type CancelWake = std::sync::Arc<dyn Fn() + Send + Sync>;
+
 /// Where a work item is in its lifecycle.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Phase {
@@ -77,6 +82,8 @@ struct Inner {
     /// Threads blocked on `changed` (in [`Core::wait_for`]). Changes notify
     /// only when there is one, so work nobody waits on costs no wake-up call.
     waiters: usize,
+    /// Called once a cancellation request reaches running work.
+    cancel_wake: Option<CancelWake>,
 }
 
 /// Result of a cancellation request.
@@ -171,6 +178,7 @@ impl Core {
                 deadline_passed: false,
                 retained,
                 waiters: 0,
+                cancel_wake: None,
             }),
             changed: Condvar::new(),
             #[cfg(commcheck_loom)]
@@ -192,6 +200,7 @@ impl Core {
                 deadline_passed: false,
                 retained: Vec::new(),
                 waiters: 0,
+                cancel_wake: None,
             }),
             changed: Condvar::new(),
             #[cfg(commcheck_loom)]
@@ -279,6 +288,16 @@ impl Core {
         lock(&self.inner).cancel_requested
     }
 
+    /// Registers `wake` to be called (outside this core's lock) when
+    /// cancellation is requested while the work runs, in place of any
+    /// registered before; `None` unregisters. A caller that registers,
+    /// then checks [`Core::cancel_requested`] under the lock its wait
+    /// releases, and whose `wake` takes that lock before notifying, misses
+    /// no request.
+    pub fn wake_on_cancel(&self, wake: Option<CancelWake>) {
+        lock(&self.inner).cancel_wake = wake;
+    }
+
     /// Running → terminal. Returns the retained values to drop outside the
     /// lock, or `None` when the work was terminal already.
     ///
@@ -332,7 +351,11 @@ impl Core {
             }
             Phase::Running => {
                 inner.cancel_requested = true;
+                let wake = inner.cancel_wake.clone();
                 self.changed_unlock(inner);
+                if let Some(wake) = wake {
+                    wake();
+                }
                 CancelRequest::Requested
             }
             _ => CancelRequest::AlreadyTerminal,

@@ -86,7 +86,9 @@ defects! {
     WrongCancellationMode => "CAN-3", "wait_bounded reports the mode the policy did not select";
     /// NativeCancel is claimed, but a deadline returns `Err` after teardown.
     NativeCancelErrors => "CAN-4", "a NativeCancel deadline returns Err instead of DeadlineExceeded";
-    /// NativeCancel returns before native teardown has finished.
+    /// NativeCancel returns before native teardown has finished: the
+    /// request does not wake a blocked body, which notices it at its next
+    /// poll (every millisecond), as in a backend whose teardown lags.
     NativeCancelNoTeardown => "CAN-5", "NativeCancel returns before teardown has finished";
     /// Quarantine drops the retained resources while work is live.
     QuarantineDropsLive => "CAN-6", "quarantine releases retained resources while work is live";

@@ -15,7 +15,7 @@ use crate::frame::{Contribution, Frame};
 use crate::ledger::{Kind, Ledger};
 use crate::sync::rt::{AtomicU64, Condvar, Mutex, MutexGuard, OnceLock};
 use crate::tensor::Values;
-use crate::work::{WorkCtx, CANCEL_POLL};
+use crate::work::WorkCtx;
 
 /// Every member's contribution to one collective, in member order, plus a
 /// result computed once and shared by members whose outputs are identical.
@@ -35,9 +35,12 @@ struct Slot {
 
 impl Slot {
     /// Records `member`'s contribution; the last one makes the gathered set.
-    fn deposit(&mut self, member: usize, contribution: Contribution) {
+    /// Returns whether the set is now whole (what waiting members wait
+    /// for: a partial set wakes nobody).
+    fn deposit(&mut self, member: usize, contribution: Contribution) -> bool {
         self.contributions[member] = Some(contribution);
-        if self.contributions.iter().all(Option::is_some) {
+        let whole = self.contributions.iter().all(Option::is_some);
+        if whole {
             let contributions = self
                 .contributions
                 .iter_mut()
@@ -48,6 +51,7 @@ impl Slot {
                 shared: OnceLock::new(),
             }));
         }
+        whole
     }
 
     /// The slot of collective `seq`, made empty for `size` members if new.
@@ -192,8 +196,9 @@ impl GroupShared {
                 reason,
             });
         }
-        slot.deposit(member, contribution);
-        self.changed.notify_all();
+        if slot.deposit(member, contribution) {
+            self.changed.notify_all();
+        }
         if let Some(frame) = outgoing {
             drop(state);
             self.tell(&frame);
@@ -237,10 +242,7 @@ impl GroupShared {
                 });
                 return Err(CpuError::Cancelled { operation });
             }
-            state = match self.changed.wait_timeout(state, CANCEL_POLL) {
-                Ok((guard, _)) => guard,
-                Err(poisoned) => poisoned.into_inner().0,
-            };
+            state = ctx.block(&self.changed, state);
         }
     }
 
@@ -313,8 +315,11 @@ impl GroupInbox for GroupShared {
                     return;
                 }
                 let slot = Slot::of(&mut state, seq, self.size);
-                if slot.all.is_none() && slot.contributions[member].is_none() {
-                    slot.deposit(member, contribution);
+                if slot.all.is_some()
+                    || slot.contributions[member].is_some()
+                    || !slot.deposit(member, contribution)
+                {
+                    return;
                 }
             }
             Frame::Abort {
@@ -391,8 +396,17 @@ impl GroupMember {
         operation: &'static str,
         wait: bool,
     ) -> Result<Arc<Gathered>, CpuError> {
-        self.shared
-            .exchange(seq, self.member, contribution, ctx, operation, wait)
+        // A cancellation request wakes the wait for peers (it is checked
+        // under the state lock, which the wake takes before notifying).
+        let shared = Arc::clone(&self.shared);
+        let wake = move || {
+            drop(guard(&shared.state));
+            shared.changed.notify_all();
+        };
+        ctx.wake_on_cancel(wake, || {
+            self.shared
+                .exchange(seq, self.member, contribution, ctx, operation, wait)
+        })
     }
 
     /// The rendezvous this member meets its peers in, and its index there.

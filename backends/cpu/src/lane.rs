@@ -256,7 +256,8 @@ impl Lane {
             }
             return;
         }
-        let ctx = WorkCtx::new(&core, operation, fault, stoppable);
+        let ctx = WorkCtx::new(&core, operation, fault, stoppable)
+            .polled(device.has(Defect::NativeCancelNoTeardown));
         let outcome = match core.cancel_requested() {
             true => {
                 if let Some(abort) = abort {

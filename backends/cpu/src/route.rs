@@ -16,7 +16,7 @@ use crate::fabric::{Fabric, RouteInbox};
 use crate::frame::Message;
 use crate::ledger::{Kind, Ledger};
 use crate::sync::rt::{Condvar, Mutex, MutexGuard};
-use crate::work::{WorkCtx, CANCEL_POLL};
+use crate::work::WorkCtx;
 
 /// What the wire log records of one native message.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -133,19 +133,23 @@ impl RouteEnd {
         ctx: &WorkCtx<'_>,
         operation: &'static str,
     ) -> Result<Message, CpuError> {
-        let mut mailbox = guard(&self.shared.mailbox);
-        loop {
-            if let Some(message) = mailbox.pop_front() {
-                return Ok(message);
+        let shared = Arc::clone(&self.shared);
+        let wake = move || {
+            drop(guard(&shared.mailbox));
+            shared.arrived.notify_all();
+        };
+        ctx.wake_on_cancel(wake, || {
+            let mut mailbox = guard(&self.shared.mailbox);
+            loop {
+                if let Some(message) = mailbox.pop_front() {
+                    return Ok(message);
+                }
+                if ctx.cancelled() {
+                    return Err(CpuError::Cancelled { operation });
+                }
+                mailbox = ctx.block(&self.shared.arrived, mailbox);
             }
-            if ctx.cancelled() {
-                return Err(CpuError::Cancelled { operation });
-            }
-            mailbox = match self.shared.arrived.wait_timeout(mailbox, CANCEL_POLL) {
-                Ok((guard, _)) => guard,
-                Err(poisoned) => poisoned.into_inner().0,
-            };
-        }
+        })
     }
 }
 

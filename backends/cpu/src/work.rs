@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use crate::core::Core;
 use crate::error::CpuError;
+use crate::sync::rt::{Condvar, MutexGuard};
 
 /// How often blocked native work re-checks a cancellation request.
 pub(crate) const CANCEL_POLL: Duration = Duration::from_millis(1);
@@ -44,6 +45,10 @@ pub(crate) struct WorkCtx<'a> {
     operation: &'static str,
     fault: Option<CpuError>,
     stoppable: bool,
+    /// Whether a blocked body polls for a cancellation request instead of
+    /// being woken by it (the `NativeCancelNoTeardown` defect: teardown
+    /// lags the request, as in a backend that notices it on its own).
+    polled: bool,
 }
 
 impl<'a> WorkCtx<'a> {
@@ -61,12 +66,58 @@ impl<'a> WorkCtx<'a> {
             operation,
             fault,
             stoppable,
+            polled: false,
         }
+    }
+
+    /// The same context, whose blocked body polls for a cancellation
+    /// request (every [`CANCEL_POLL`]) instead of being woken by it.
+    pub(crate) fn polled(self, polled: bool) -> Self {
+        Self { polled, ..self }
     }
 
     /// Whether a `NativeCancel` teardown was requested (and stops this body).
     pub(crate) fn cancelled(&self) -> bool {
         self.stoppable && self.core.cancel_requested()
+    }
+
+    /// Runs `wait` with `wake` called when a `NativeCancel` request reaches
+    /// this body, so a body blocked on something else than its executor
+    /// (with [`WorkCtx::block`]) needs no polling. `wake` must take the
+    /// lock that `wait` checks [`WorkCtx::cancelled`] under, then notify.
+    pub(crate) fn wake_on_cancel<R>(
+        &self,
+        wake: impl Fn() + Send + Sync + 'static,
+        wait: impl FnOnce() -> R,
+    ) -> R {
+        if !self.stoppable || self.polled {
+            return wait();
+        }
+        self.core.wake_on_cancel(Some(std::sync::Arc::new(wake)));
+        let result = wait();
+        self.core.wake_on_cancel(None);
+        result
+    }
+
+    /// Blocks on `condvar` (inside [`WorkCtx::wake_on_cancel`]) until it is
+    /// notified, or for at most [`CANCEL_POLL`] when the body polls for
+    /// cancellation instead.
+    pub(crate) fn block<'g, T>(
+        &self,
+        condvar: &Condvar,
+        guard: MutexGuard<'g, T>,
+    ) -> MutexGuard<'g, T> {
+        if self.stoppable && self.polled {
+            match condvar.wait_timeout(guard, CANCEL_POLL) {
+                Ok((guard, _)) => guard,
+                Err(poisoned) => poisoned.into_inner().0,
+            }
+        } else {
+            match condvar.wait(guard) {
+                Ok(guard) => guard,
+                Err(poisoned) => poisoned.into_inner(),
+            }
+        }
     }
 
     /// `Err(Cancelled)` once cancellation was requested.

@@ -65,8 +65,10 @@ impl Signals {
 
     /// Raises `name` here only (a signal another process raised).
     pub(crate) fn deliver(&self, name: &str) {
-        guard(&self.raised).insert(name.to_owned());
-        self.changed.notify_all();
+        // A signal raised again changes nothing its waiters look at.
+        if guard(&self.raised).insert(name.to_owned()) {
+            self.changed.notify_all();
+        }
     }
 
     pub(super) fn wait(&self, name: &str, limit: Duration) -> bool {
