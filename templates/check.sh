@@ -28,7 +28,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 crate="$work/my-backend"
 
-step() { echo "== template: $*"; }
+step() { echo "== template: $* (at ${SECONDS} s)"; }
 fail() {
   echo "template check FAILED: $*" >&2
   exit 1
@@ -194,4 +194,4 @@ fi
 grep -q 'add `harness = false`' "$work/harness.log" ||
   { tail -n 20 "$work/harness.log"; fail "the failure does not say to add harness = false"; }
 echo "without harness = false: $(grep -m1 'was built with libtest' "$work/harness.log")"
-echo "template check passed"
+echo "template check passed (${SECONDS} s)"
