@@ -178,7 +178,11 @@ cargo +nightly fuzz --version >/dev/null 2>&1 || fail "cargo-fuzz on a nightly t
 # A copy of the template's seed corpus (the checkout's stays as committed).
 ls "$crate/fuzz/corpus/sequence/"* >/dev/null 2>&1 || fail "the template's fuzz target has no seed corpus"
 cp -r "$crate/fuzz/corpus/sequence" "$work/fuzz-corpus"
-# The repository's fuzz packages share one target folder (the same dependencies, built once).
+# The repository's fuzz packages share one target folder: the template's fuzz package
+# starts from the versions commcheck's own fuzz package locks (cargo adds the crate's
+# entries), so the dependencies both build with the same features are built once, and a
+# new release upstream does not change what this check builds.
+cp "$root/fuzz/Cargo.lock" "$crate/fuzz/Cargo.lock"
 (cd "$crate" && env -u CARGO_TARGET_DIR cargo +nightly fuzz run --sanitizer none --target-dir "$root/fuzz/target" \
   sequence "$work/fuzz-corpus" -- -max_total_time=10 -seed=1 -print_final_stats=1 -artifact_prefix="$work/") \
   >"$work/fuzz.log" 2>&1 || { tail -n 40 "$work/fuzz.log"; fail "the template's fuzz target failed"; }
