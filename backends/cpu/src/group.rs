@@ -315,10 +315,11 @@ impl GroupInbox for GroupShared {
                     return;
                 }
                 let slot = Slot::of(&mut state, seq, self.size);
-                if slot.all.is_some()
-                    || slot.contributions[member].is_some()
-                    || !slot.deposit(member, contribution)
-                {
+                if slot.all.is_some() || slot.contributions[member].is_some() {
+                    return;
+                }
+                if !slot.deposit(member, contribution) {
+                    // A partial set: nobody waits for it.
                     return;
                 }
             }
@@ -396,17 +397,15 @@ impl GroupMember {
         operation: &'static str,
         wait: bool,
     ) -> Result<Arc<Gathered>, CpuError> {
-        // A cancellation request wakes the wait for peers (it is checked
-        // under the state lock, which the wake takes before notifying).
-        let shared = Arc::clone(&self.shared);
-        let wake = move || {
-            drop(guard(&shared.state));
-            shared.changed.notify_all();
-        };
-        ctx.wake_on_cancel(wake, || {
-            self.shared
-                .exchange(seq, self.member, contribution, ctx, operation, wait)
-        })
+        // A cancellation request wakes the wait for peers.
+        ctx.wake_on_cancel(
+            &self.shared,
+            |shared| (&shared.state, &shared.changed),
+            || {
+                self.shared
+                    .exchange(seq, self.member, contribution, ctx, operation, wait)
+            },
+        )
     }
 
     /// The rendezvous this member meets its peers in, and its index there.

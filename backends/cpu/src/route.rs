@@ -133,23 +133,23 @@ impl RouteEnd {
         ctx: &WorkCtx<'_>,
         operation: &'static str,
     ) -> Result<Message, CpuError> {
-        let shared = Arc::clone(&self.shared);
-        let wake = move || {
-            drop(guard(&shared.mailbox));
-            shared.arrived.notify_all();
-        };
-        ctx.wake_on_cancel(wake, || {
-            let mut mailbox = guard(&self.shared.mailbox);
-            loop {
-                if let Some(message) = mailbox.pop_front() {
-                    return Ok(message);
+        // A cancellation request wakes the wait for a message.
+        ctx.wake_on_cancel(
+            &self.shared,
+            |shared| (&shared.mailbox, &shared.arrived),
+            || {
+                let mut mailbox = guard(&self.shared.mailbox);
+                loop {
+                    if let Some(message) = mailbox.pop_front() {
+                        return Ok(message);
+                    }
+                    if ctx.cancelled() {
+                        return Err(CpuError::Cancelled { operation });
+                    }
+                    mailbox = ctx.block(&self.shared.arrived, mailbox);
                 }
-                if ctx.cancelled() {
-                    return Err(CpuError::Cancelled { operation });
-                }
-                mailbox = ctx.block(&self.shared.arrived, mailbox);
-            }
-        })
+            },
+        )
     }
 }
 

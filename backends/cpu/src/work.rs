@@ -10,7 +10,9 @@ use std::time::Duration;
 
 use crate::core::Core;
 use crate::error::CpuError;
-use crate::sync::rt::{Condvar, MutexGuard};
+use std::sync::Arc;
+
+use crate::sync::rt::{lock, Condvar, Mutex, MutexGuard};
 
 /// How often blocked native work re-checks a cancellation request.
 pub(crate) const CANCEL_POLL: Duration = Duration::from_millis(1);
@@ -81,19 +83,31 @@ impl<'a> WorkCtx<'a> {
         self.stoppable && self.core.cancel_requested()
     }
 
-    /// Runs `wait` with `wake` called when a `NativeCancel` request reaches
-    /// this body, so a body blocked on something else than its executor
-    /// (with [`WorkCtx::block`]) needs no polling. `wake` must take the
-    /// lock that `wait` checks [`WorkCtx::cancelled`] under, then notify.
-    pub(crate) fn wake_on_cancel<R>(
+    /// Runs `wait`, a body blocked on something else than its executor (a
+    /// rendezvous, a mailbox), so that a `NativeCancel` request reaching it
+    /// wakes it instead of the body polling: the request takes the lock
+    /// that `parts` names in `owner`, then notifies the condition variable.
+    /// A `wait` that checks [`WorkCtx::cancelled`] under that lock and
+    /// blocks with [`WorkCtx::block`] therefore misses no request.
+    pub(crate) fn wake_on_cancel<S, T, R>(
         &self,
-        wake: impl Fn() + Send + Sync + 'static,
+        owner: &Arc<S>,
+        parts: fn(&S) -> (&Mutex<T>, &Condvar),
         wait: impl FnOnce() -> R,
-    ) -> R {
+    ) -> R
+    where
+        S: Send + Sync + 'static,
+        T: 'static,
+    {
         if !self.stoppable || self.polled {
             return wait();
         }
-        self.core.wake_on_cancel(Some(std::sync::Arc::new(wake)));
+        let owner = Arc::clone(owner);
+        self.core.wake_on_cancel(Some(Arc::new(move || {
+            let (mutex, condvar) = parts(&owner);
+            drop(lock(mutex));
+            condvar.notify_all();
+        })));
         let result = wait();
         self.core.wake_on_cancel(None);
         result
