@@ -137,7 +137,7 @@ pub(crate) struct Round {
 }
 
 /// The model's verdict on one submission at one instant.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct Status {
     /// Cannot have finished, and why.
     pub(crate) blocked: Option<Reason>,
@@ -358,14 +358,45 @@ impl Model {
     }
 
     /// The verdict on every submission, computed in submission order (every
-    /// dependency is on an earlier submission).
+    /// dependency is on an earlier submission), in one pass: what `due` and
+    /// `blocked` ask of the lanes and the rounds is gathered once, so a
+    /// sequence's steps cost linear, not quadratic, time in its length.
     pub(crate) fn statuses(&self) -> Vec<Status> {
+        let lanes = self
+            .subs
+            .iter()
+            .map(|s| s.lane + 1)
+            .max()
+            .unwrap_or(0)
+            .max(self.lanes.len());
+        let mut tally = Tally {
+            // A lane with a hold not yet released (any submission's, later
+            // ones included).
+            held: vec![false; lanes],
+            // Every submission so far on the lane is due.
+            lane_due: vec![true; lanes],
+            rounds_due: true,
+            first_unreleased: self
+                .rounds
+                .iter()
+                .position(|round| round.fate == Fate::Unreleased),
+        };
+        for sub in &self.subs {
+            if sub.via == Via::Hold && !sub.released {
+                tally.held[sub.lane] = true;
+            }
+        }
         let mut statuses: Vec<Status> = Vec::with_capacity(self.subs.len());
         for index in 0..self.subs.len() {
             let doomed = self.doomed(index);
             let may_fail = self.may_fail(index, doomed, &statuses);
-            let blocked = self.blocked(index, &statuses);
-            let due = self.due(index, doomed, &statuses);
+            let blocked = self.blocked(index, &statuses, &tally);
+            let due = self.due(index, doomed, &statuses, &tally);
+            let sub = &self.subs[index];
+            tally.lane_due[sub.lane] &= due;
+            if sub.round.is_some() {
+                tally.rounds_due &= due;
+            }
             statuses.push(Status {
                 blocked,
                 due,
@@ -397,7 +428,7 @@ impl Model {
         }
     }
 
-    fn blocked(&self, index: usize, earlier: &[Status]) -> Option<Reason> {
+    fn blocked(&self, index: usize, earlier: &[Status], tally: &Tally) -> Option<Reason> {
         let sub = &self.subs[index];
         // Doomed work may even meet a stale contribution of a cancelled round.
         if self.ended(index) || self.doomed(index) {
@@ -410,9 +441,8 @@ impl Model {
             return Some(Reason::Hold);
         }
         if let Some(round) = sub.round {
-            let waiting = self.rounds[..round]
-                .iter()
-                .any(|earlier| earlier.fate == Fate::Unreleased);
+            // An earlier round the late peer has not been told about.
+            let waiting = tally.first_unreleased.is_some_and(|first| first < round);
             if !self.own_cause_released(index) || waiting {
                 return Some(Reason::Peer);
             }
@@ -424,7 +454,8 @@ impl Model {
             .map(|producer| Reason::Order { producer })
     }
 
-    fn due(&self, index: usize, doomed: bool, earlier: &[Status]) -> bool {
+    /// `tally` holds what the submissions before `index` were.
+    fn due(&self, index: usize, doomed: bool, earlier: &[Status], tally: &Tally) -> bool {
         if self.ended(index) {
             return true;
         }
@@ -432,20 +463,24 @@ impl Model {
             return false;
         }
         let sub = &self.subs[index];
-        let lane_free = self
-            .subs
-            .iter()
-            .all(|s| s.lane != sub.lane || s.via != Via::Hold || s.released);
-        let before_on_lane = (0..index)
-            .filter(|&i| self.subs[i].lane == sub.lane)
-            .all(|i| earlier[i].due);
         let producers = sub.after.iter().all(|&p| earlier[p].due);
-        let rounds = match sub.round {
-            Some(round) => self.rounds[..round].iter().all(|r| earlier[r.sub].due),
-            None => true,
-        };
-        lane_free && before_on_lane && producers && rounds
+        // Rounds are numbered in submission order: every earlier round is an
+        // earlier submission.
+        let rounds = sub.round.is_none() || tally.rounds_due;
+        !tally.held[sub.lane] && tally.lane_due[sub.lane] && producers && rounds
     }
+}
+
+/// What [`Model::statuses`] knows of the lanes and rounds as it goes.
+struct Tally {
+    /// Per lane: a hold on it is not released.
+    held: Vec<bool>,
+    /// Per lane: every submission on it so far is due.
+    lane_due: Vec<bool>,
+    /// Every collective round so far is due.
+    rounds_due: bool,
+    /// The first round the late peer has not been told about.
+    first_unreleased: Option<usize>,
 }
 
 #[cfg(test)]
@@ -548,5 +583,103 @@ mod tests {
         assert!(!model.fault_lands_here(1, |_| false));
         model.release(producer);
         assert!(model.statuses()[consumer].due);
+    }
+
+    /// The model's definitions read literally, one submission at a time
+    /// (quadratic): the oracle for [`Model::statuses`]'s single pass.
+    fn literal_statuses(model: &Model) -> Vec<Status> {
+        let mut statuses: Vec<Status> = Vec::new();
+        for index in 0..model.subs.len() {
+            let sub = &model.subs[index];
+            let doomed = model.doomed(index);
+            let may_fail = model.may_fail(index, doomed, &statuses);
+            let blocked = if model.ended(index) || doomed {
+                None
+            } else if (sub.via == Via::Hold && !sub.released)
+                || sub.holds_at_submit.iter().any(|&h| !model.subs[h].released)
+            {
+                Some(Reason::Hold)
+            } else if sub.round.is_some_and(|round| {
+                !model.own_cause_released(index)
+                    || model.rounds[..round]
+                        .iter()
+                        .any(|earlier| earlier.fate == Fate::Unreleased)
+            }) {
+                Some(Reason::Peer)
+            } else {
+                sub.after
+                    .iter()
+                    .copied()
+                    .find(|&p| statuses[p].certainly_live())
+                    .map(|producer| Reason::Order { producer })
+            };
+            let due = model.ended(index)
+                || (!doomed
+                    && model.own_cause_released(index)
+                    && model
+                        .subs
+                        .iter()
+                        .all(|s| s.lane != sub.lane || s.via != Via::Hold || s.released)
+                    && (0..index)
+                        .filter(|&i| model.subs[i].lane == sub.lane)
+                        .all(|i| statuses[i].due)
+                    && sub.after.iter().all(|&p| statuses[p].due)
+                    && match sub.round {
+                        Some(round) => model.rounds[..round].iter().all(|r| statuses[r.sub].due),
+                        None => true,
+                    });
+            statuses.push(Status {
+                blocked,
+                due,
+                may_fail,
+                doomed,
+            });
+        }
+        statuses
+    }
+
+    proptest::proptest! {
+        /// Whatever a sequence did to the model, the single pass agrees
+        /// with the definitions read literally.
+        #[test]
+        fn statuses_agree_with_the_literal_definitions(
+            steps in proptest::collection::vec((0u8..7, 0u8..8, proptest::bool::ANY), 0..48)
+        ) {
+            let mut model = Model::new();
+            for (what, at, flag) in steps {
+                let lanes = model.lanes.len();
+                let subs = model.subs.len();
+                let lane = usize::from(at) % lanes;
+                match what {
+                    0 => {
+                        local(&mut model, lane);
+                    }
+                    1 => {
+                        collective(&mut model, flag && at == 0);
+                    }
+                    2 => model.fork(),
+                    3 if subs > 0 => {
+                        model.release(usize::from(at) % subs);
+                    }
+                    4 if subs > 0 => model.order_after(usize::from(at) % subs, lane),
+                    5 if subs > 0 => {
+                        let seen = if flag { Seen::Completed } else { Seen::TornDown };
+                        model.subs[usize::from(at) % subs].seen = seen;
+                    }
+                    6 => {
+                        model.submit(NewSubmission {
+                            subject: Subject::LocalDependencies,
+                            lane,
+                            via: Via::Unheld,
+                            faulted: flag && at == 1,
+                            must_fail: None,
+                            outputs_held: false,
+                        });
+                    }
+                    _ => {}
+                }
+                proptest::prop_assert_eq!(model.statuses(), literal_statuses(&model));
+            }
+        }
     }
 }

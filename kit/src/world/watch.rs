@@ -52,6 +52,9 @@ pub(crate) struct CallWatch {
     paused: AtomicU64,
     /// The rank's last call into the backend ([`inside`]).
     entered: Mutex<Option<Entered>>,
+    /// Per kind of call, when the rank's last one returned and the
+    /// backtrace it kept ([`inside`]).
+    recent: Mutex<Vec<Recent>>,
     /// Shared by the local ranks of one world: in the last sample, one of
     /// them was computing and waited to run for a quarter of it (set by
     /// the [`Watchdog`], read by [`Stopwatch`]).
@@ -64,6 +67,13 @@ struct Entered {
     what: &'static str,
     at: Instant,
     left: Option<Instant>,
+    trace: Arc<std::backtrace::Backtrace>,
+}
+
+/// The last call of one kind a rank thread made into the backend.
+struct Recent {
+    what: &'static str,
+    left: Instant,
     trace: Arc<std::backtrace::Backtrace>,
 }
 
@@ -90,6 +100,7 @@ impl Default for CallWatch {
             tid: OnceLock::new(),
             paused: AtomicU64::new(0),
             entered: Mutex::new(None),
+            recent: Mutex::new(Vec::new()),
             peers_starved: Arc::default(),
         }
     }
@@ -183,8 +194,10 @@ pub(crate) fn guarded<T>(
     result
 }
 
-/// Calls again within this of the same call's return (a poll loop) keep
-/// the backtrace taken on the first.
+/// A call made again within this of the same kind of call's return (a poll
+/// loop, also one that interleaves several kinds of call, such as
+/// `is_complete` and `resources_releasable`) keeps the backtrace taken on
+/// the first: taking one costs far more than most calls into the backend.
 const HOT: Duration = Duration::from_millis(50);
 
 /// Runs `call`, a call into the backend named `what`, recording on a rank
@@ -194,31 +207,27 @@ const HOT: Duration = Duration::from_millis(50);
 pub(crate) fn inside<T>(what: &'static str, call: impl FnOnce() -> T) -> T {
     let watch = WATCH.with(|watch| watch.borrow().clone());
     let Some(watch) = watch else { return call() };
-    {
-        let now = Instant::now();
-        let mut entered = guard(&watch.entered);
-        match entered.as_mut() {
-            Some(last)
-                if last.what == what
-                    && last
-                        .left
-                        .is_some_and(|left| now.saturating_duration_since(left) < HOT) =>
-            {
-                (last.at, last.left) = (now, None);
-            }
-            _ => {
-                *entered = Some(Entered {
-                    what,
-                    at: now,
-                    left: None,
-                    trace: Arc::new(std::backtrace::Backtrace::force_capture()),
-                })
-            }
-        }
-    }
+    let now = Instant::now();
+    let kept = guard(&watch.recent)
+        .iter()
+        .find(|recent| recent.what == what && now.saturating_duration_since(recent.left) < HOT)
+        .map(|recent| Arc::clone(&recent.trace));
+    let trace = kept.unwrap_or_else(|| Arc::new(std::backtrace::Backtrace::force_capture()));
+    *guard(&watch.entered) = Some(Entered {
+        what,
+        at: now,
+        left: None,
+        trace: Arc::clone(&trace),
+    });
     let result = call();
+    let left = Instant::now();
     if let Some(last) = guard(&watch.entered).as_mut() {
-        last.left = Some(Instant::now());
+        last.left = Some(left);
+    }
+    let mut recent = guard(&watch.recent);
+    match recent.iter_mut().find(|recent| recent.what == what) {
+        Some(entry) => (entry.left, entry.trace) = (left, trace),
+        None => recent.push(Recent { what, left, trace }),
     }
     result
 }
