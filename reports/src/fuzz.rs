@@ -65,6 +65,6 @@ pub fn check(data: &[u8]) -> usize {
 
 /// The `report` fuzz target: [`check`] (a panic is the finding).
 pub fn run(data: &[u8]) {
-    commcheck::fuzz::prepare(Target::Report, data);
+    let _checking = commcheck::fuzz::prepare(Target::Report, data);
     check(data);
 }

@@ -441,7 +441,7 @@ pub fn run_boundary<H: Harness + Clone>(harness: &H, data: &[u8])
 where
     Backend<H>: PointToPointBackend,
 {
-    super::prepare(Target::Boundary, data);
+    let _checking = super::prepare(Target::Boundary, data);
     if let Err(failure) = check_boundary(harness, data) {
         super::fail(failure)
     }

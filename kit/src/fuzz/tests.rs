@@ -226,20 +226,27 @@ fn headers_are_numbered_in_format_order() {
 #[test]
 fn prepare_counts_decoded_and_rejected_inputs() {
     let before = super::decoded(Target::Report);
-    super::prepare(Target::Report, &[]);
-    super::prepare(Target::Report, &[1, 0, b'x']);
+    drop(super::prepare(Target::Report, &[]));
+    drop(super::prepare(Target::Report, &[1, 0, b'x']));
     let after = super::decoded(Target::Report);
     // Other tests may count inputs of their own meanwhile: at least these two.
     assert!(after.inputs >= before.inputs + 2);
     assert!(after.decoded > before.decoded);
     assert!(after.rejected() > before.rejected());
-    let shown = super::DecodedCount {
+    assert!(after.checking >= before.checking);
+    let mut shown = super::DecodedCount {
         inputs: 8,
         decoded: 6,
+        checking: std::time::Duration::ZERO,
     };
     assert_eq!(
         shown.to_string(),
         "8 inputs, 6 decoded (75.0 %), 2 rejected"
+    );
+    shown.checking = std::time::Duration::from_millis(4);
+    assert_eq!(
+        shown.to_string(),
+        "8 inputs, 6 decoded (75.0 %), 2 rejected; checks 500 µs per input (2000 inputs/s)"
     );
 }
 
