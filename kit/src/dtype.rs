@@ -11,6 +11,7 @@
 //! narrowing back are exact, and comparing the widened values bit for bit
 //! is comparing the dtype's own bits.
 
+use half::slice::HalfFloatSliceExt;
 use half::{bf16, f16};
 
 /// An element type of the value checks.
@@ -142,7 +143,11 @@ impl HostValues {
     pub fn narrow(dtype: Dtype, values: &[f32]) -> Self {
         match dtype {
             Dtype::F32 => Self::F32(values.to_vec()),
-            Dtype::F16 => Self::F16(values.iter().map(|&v| f16::from_f32(v)).collect()),
+            Dtype::F16 => {
+                let mut halves = vec![f16::ZERO; values.len()];
+                halves.convert_from_f32_slice(values);
+                Self::F16(halves)
+            }
             Dtype::Bf16 => Self::Bf16(values.iter().map(|&v| bf16::from_f32(v)).collect()),
         }
     }
@@ -189,7 +194,7 @@ impl HostValues {
     pub fn widen(&self) -> Vec<f32> {
         match self {
             Self::F32(values) => values.clone(),
-            Self::F16(values) => values.iter().map(|v| v.to_f32()).collect(),
+            Self::F16(values) => values.to_f32_vec(),
             Self::Bf16(values) => values.iter().map(|v| v.to_f32()).collect(),
         }
     }
@@ -198,6 +203,31 @@ impl HostValues {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn narrowing_and_widening_a_slice_is_converting_each_value() {
+        let mut state = 0x2545_f491_u32;
+        let mut values: Vec<f32> = [0x7fc0_0000, 0xff81_2345, 0x3380_0000, 0x477f_f000]
+            .into_iter()
+            .map(f32::from_bits)
+            .collect();
+        for _ in 0..5000 {
+            state ^= state << 13;
+            state ^= state >> 17;
+            state ^= state << 5;
+            values.push(f32::from_bits(state));
+        }
+        let HostValues::F16(halves) = HostValues::narrow(Dtype::F16, &values) else {
+            panic!("not f16");
+        };
+        for (value, half) in values.iter().zip(&halves) {
+            assert_eq!(f16::from_f32(*value).to_bits(), half.to_bits());
+        }
+        let widened = HostValues::F16(halves.clone()).widen();
+        for (half, wide) in halves.iter().zip(&widened) {
+            assert_eq!(half.to_f32().to_bits(), wide.to_bits());
+        }
+    }
 
     #[test]
     fn names_round_trip_and_sizes_are_the_element_widths() {

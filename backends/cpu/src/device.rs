@@ -179,7 +179,7 @@ impl CpuDevice {
         values: Vec<f32>,
         shape: &[i32],
     ) -> Result<CpuTensor, CpuError> {
-        if let Some(index) = values.iter().position(|&v| !element.represents(v)) {
+        if let Some(index) = element.first_unrepresented(&values) {
             return Err(CpuError::invalid(
                 "tensor",
                 format!("values that are exactly {} values", element.name()),

@@ -14,6 +14,7 @@
 //! a sticky failure): later evaluation, by other work or a read, computes it
 //! afresh.
 
+use half::slice::HalfFloatSliceExt;
 use std::fmt;
 use std::sync::Arc;
 
@@ -201,7 +202,51 @@ impl Element {
     pub fn represents(self, value: f32) -> bool {
         value.is_nan() || self.round(value).to_bits() == value.to_bits()
     }
+
+    /// Rounds every value of `values` to the nearest value of the element
+    /// type, as [`Element::round`] does one (`f16` a block at a time, in the
+    /// vector conversions where the processor has them).
+    pub fn round_all(self, values: &mut [f32]) {
+        match self {
+            Self::F32 => {}
+            Self::F16 => {
+                let mut halves = [half::f16::ZERO; BLOCK];
+                for chunk in values.chunks_mut(BLOCK) {
+                    let halves = &mut halves[..chunk.len()];
+                    halves.convert_from_f32_slice(chunk);
+                    halves.convert_to_f32_slice(chunk);
+                }
+            }
+            Self::Bf16 => values.iter_mut().for_each(|v| *v = self.round(*v)),
+        }
+    }
+
+    /// The index of the first value of `values` that is not exactly a value
+    /// of the element type ([`Element::represents`]), if any.
+    pub fn first_unrepresented(self, values: &[f32]) -> Option<usize> {
+        match self {
+            Self::F32 => None,
+            Self::F16 => {
+                let (mut halves, mut back) = ([half::f16::ZERO; BLOCK], [0f32; BLOCK]);
+                values.chunks(BLOCK).enumerate().find_map(|(block, chunk)| {
+                    let (halves, back) = (&mut halves[..chunk.len()], &mut back[..chunk.len()]);
+                    halves.convert_from_f32_slice(chunk);
+                    halves.convert_to_f32_slice(back);
+                    chunk
+                        .iter()
+                        .zip(back.iter())
+                        .position(|(v, b)| !v.is_nan() && v.to_bits() != b.to_bits())
+                        .map(|at| block * BLOCK + at)
+                })
+            }
+            Self::Bf16 => values.iter().position(|&v| !self.represents(v)),
+        }
+    }
 }
+
+/// Values converted at a time by [`Element::round_all`] and
+/// [`Element::first_unrepresented`].
+const BLOCK: usize = 1024;
 
 /// The CPU backend's tensor handle: a logical shape, an element type and
 /// shared native storage.
@@ -352,4 +397,84 @@ pub(crate) fn element_count(operation: &'static str, shape: &[i32]) -> Result<us
             )
         })
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Element, BLOCK};
+
+    /// Every class of `f32` bit pattern (zeros, subnormals of both widths,
+    /// the rounding boundaries, infinities, NaNs with payloads), then a
+    /// pseudo-random sweep of the rest.
+    fn patterns() -> Vec<f32> {
+        let mut bits: Vec<u32> = vec![
+            0,
+            0x8000_0000,
+            1,
+            0x0000_1000,
+            0x3380_0000,
+            0x3380_0001,
+            0x387f_e000,
+            0x387f_f000,
+            0x477f_e000,
+            0x477f_f000,
+            0x477f_efff,
+            0x7f7f_ffff,
+            0x7f80_0000,
+            0xff80_0000,
+            0x7fc0_0000,
+            0x7f80_0001,
+            0xffc1_2345,
+            0x3f80_1000,
+            0x3f80_3000,
+            0x3f80_8000,
+            0x3f81_8000,
+        ];
+        let mut state = 0x9e37_79b9_u32;
+        for _ in 0..3 * BLOCK + 17 {
+            state ^= state << 13;
+            state ^= state >> 17;
+            state ^= state << 5;
+            bits.push(state);
+        }
+        bits.into_iter().map(f32::from_bits).collect()
+    }
+
+    #[test]
+    fn rounding_a_block_is_rounding_each_value() {
+        for element in [Element::F32, Element::F16, Element::Bf16] {
+            let values = patterns();
+            let mut all = values.clone();
+            element.round_all(&mut all);
+            for (value, rounded) in values.iter().zip(&all) {
+                assert_eq!(
+                    element.round(*value).to_bits(),
+                    rounded.to_bits(),
+                    "{element:?} {:#010x}",
+                    value.to_bits()
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn the_first_unrepresented_value_is_found_in_any_block() {
+        for element in [Element::F32, Element::F16, Element::Bf16] {
+            let values = patterns();
+            let each = values.iter().position(|&v| !element.represents(v));
+            assert_eq!(element.first_unrepresented(&values), each, "{element:?}");
+            // Representable everywhere but one place, in a later block.
+            let mut rounded = values.clone();
+            element.round_all(&mut rounded);
+            assert_eq!(element.first_unrepresented(&rounded), None, "{element:?}");
+            if element != Element::F32 {
+                rounded[2 * BLOCK + 5] = 1.0 + f32::EPSILON;
+                assert_eq!(
+                    element.first_unrepresented(&rounded),
+                    Some(2 * BLOCK + 5),
+                    "{element:?}"
+                );
+            }
+        }
+    }
 }

@@ -104,11 +104,7 @@ fn sum_into(out: &mut [f32], offset: usize, members: &[Contribution], kernel: Ke
                 }
             }
         }
-        if kernel.element != Element::F32 {
-            for value in block.iter_mut() {
-                *value = kernel.element.round(*value);
-            }
-        }
+        kernel.element.round_all(block);
     }
 }
 
