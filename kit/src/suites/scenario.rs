@@ -254,10 +254,16 @@ pub(crate) fn concat(shape: &[usize], axis: usize, blocks: &[(&[f32], usize)]) -
     for row in 0..outer {
         for (data, extent) in blocks {
             let run = extent * inner;
-            out.extend(data.iter().skip(row * run).take(run));
+            out.extend_from_slice(within(data, row * run, run));
         }
     }
     out
+}
+
+/// Up to `len` values of `data` from `from` (fewer, or none, past its end).
+fn within(data: &[f32], from: usize, len: usize) -> &[f32] {
+    let rest = data.get(from..).unwrap_or_default();
+    &rest[..len.min(rest.len())]
 }
 
 /// Reference slice: positions `start..start + len` along `axis` of a
@@ -270,14 +276,11 @@ pub(crate) fn slice(
     len: usize,
 ) -> Vec<f32> {
     let (outer, extent, inner) = around(shape, axis);
-    (0..outer)
-        .flat_map(|row| {
-            data.iter()
-                .skip((row * extent + start) * inner)
-                .take(len * inner)
-        })
-        .copied()
-        .collect()
+    let mut out = Vec::with_capacity(outer * len * inner);
+    for row in 0..outer {
+        out.extend_from_slice(within(data, (row * extent + start) * inner, len * inner));
+    }
+    out
 }
 
 /// Movement data: member `rank`'s value at `index` in step `step`, exact in
@@ -404,18 +407,24 @@ pub(crate) fn judge(expected: &Expected, got_shape: &[usize], got: &[f32]) -> Op
     if got_shape != expected.shape.as_slice() {
         return Some(Mismatch::Shape);
     }
-    if got.len() != expected.values.len() {
+    let bounds = expected.bound.as_ref().map_or(got.len(), Vec::len);
+    if got.len() != expected.values.len() || bounds != got.len() {
         return Some(Mismatch::Length);
     }
-    let wrong = |i: usize| {
-        let (g, e) = (got[i], expected.values[i]);
-        match &expected.bound {
-            None => g.to_bits() != e.to_bits(),
-            Some(_) if e.is_nan() => !g.is_nan(),
-            Some(bound) => !(f64::from(g) - f64::from(e)).abs().le(&f64::from(bound[i])),
-        }
+    let pairs = got.iter().zip(&expected.values);
+    let first = match &expected.bound {
+        None => pairs
+            .map(|(g, e)| g.to_bits() != e.to_bits())
+            .position(|wrong| wrong),
+        Some(bound) => pairs
+            .zip(bound)
+            .map(|((&g, &e), &bound)| match e.is_nan() {
+                true => !g.is_nan(),
+                false => !(f64::from(g) - f64::from(e)).abs().le(&f64::from(bound)),
+            })
+            .position(|wrong| wrong),
     };
-    (0..got.len()).find(|&i| wrong(i)).map(Mismatch::Element)
+    first.map(Mismatch::Element)
 }
 
 /// How an output differs from its expectation.
@@ -432,6 +441,85 @@ pub(crate) enum Mismatch {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn slices_and_concatenations_take_the_runs_an_index_walk_takes() {
+        let shape = [3, 4, 2];
+        let data: Vec<f32> = (0..24).map(|i| i as f32).collect();
+        for axis in 0..3 {
+            let (outer, extent, inner) = around(&shape, axis);
+            for start in 0..=extent {
+                for len in 0..=extent - start {
+                    let walked: Vec<f32> = (0..outer)
+                        .flat_map(|row| (start..start + len).map(move |k| (row, k)))
+                        .flat_map(|(row, k)| {
+                            (0..inner).map(move |j| (row * extent + k) * inner + j)
+                        })
+                        .map(|index| data[index])
+                        .collect();
+                    assert_eq!(slice(&data, &shape, axis, start, len), walked);
+                }
+            }
+            let (a, b) = (
+                slice(&data, &shape, axis, 0, 1),
+                slice(&data, &shape, axis, 1, extent - 1),
+            );
+            assert_eq!(concat(&shape, axis, &[(&a, 1), (&b, extent - 1)]), data);
+        }
+        // Data shorter than its shape says: what there is, never a panic.
+        assert_eq!(
+            concat(&[2, 2], 0, &[(&[1.0, 2.0, 3.0], 2)]),
+            vec![1.0, 2.0, 3.0]
+        );
+        assert_eq!(slice(&[1.0, 2.0, 3.0], &[2, 2], 1, 1, 1), vec![2.0]);
+    }
+
+    #[test]
+    fn judging_names_the_first_wrong_element() {
+        let exact = Expected {
+            shape: vec![4],
+            values: vec![1.0, -0.0, f32::NAN, 4.0],
+            bound: None,
+        };
+        assert_eq!(judge(&exact, &[4], &[1.0, -0.0, f32::NAN, 4.0]), None);
+        assert_eq!(
+            judge(&exact, &[4], &[1.0, 0.0, f32::NAN, 4.0]),
+            Some(Mismatch::Element(1))
+        );
+        assert_eq!(
+            judge(&exact, &[4], &[1.0, -0.0, f32::NAN, 5.0]),
+            Some(Mismatch::Element(3))
+        );
+        assert_eq!(
+            judge(&exact, &[2, 2], &[1.0, -0.0, f32::NAN, 4.0]),
+            Some(Mismatch::Shape)
+        );
+        assert_eq!(
+            judge(&exact, &[4], &[1.0, -0.0, f32::NAN]),
+            Some(Mismatch::Length)
+        );
+        let bounded = Expected {
+            bound: Some(vec![0.0, 0.5, 0.0, 0.5]),
+            ..exact.clone()
+        };
+        assert_eq!(
+            judge(&bounded, &[4], &[1.0, 0.5, 1.0, 4.5]),
+            Some(Mismatch::Element(2))
+        );
+        assert_eq!(judge(&bounded, &[4], &[1.0, 0.5, f32::NAN, 4.5]), None);
+        assert_eq!(
+            judge(&bounded, &[4], &[1.0, 0.5, f32::NAN, 4.6]),
+            Some(Mismatch::Element(3))
+        );
+        let short = Expected {
+            bound: Some(vec![0.0; 3]),
+            ..exact
+        };
+        assert_eq!(
+            judge(&short, &[4], &[1.0, -0.0, f32::NAN, 4.0]),
+            Some(Mismatch::Length)
+        );
+    }
 
     #[test]
     fn data_is_exact_in_its_dtype_and_members_do_not_overlap() {
