@@ -259,6 +259,10 @@ impl<'c, 'w, H: Harness> Runner<'c, 'w, H> {
             && !status.may_fail
             && record.seen != Seen::TornDown;
         if unexpected_end {
+            if !record.quarantined && self.dropped(record.lane) {
+                // Its executor went first: the completion did not keep it alive.
+                return Err(breach("RET-2", format!("{who}: its work ended {state:?} (observer) although no fault was injected and no NativeCancel was requested, after its lane's executor was dropped while it was queued (the completion must keep it alive)")));
+            }
             let id = if record.quarantined {
                 "CAN-6"
             } else {
