@@ -227,11 +227,11 @@ impl Element {
         match self {
             Self::F32 => None,
             Self::F16 => {
-                let (mut halves, mut back) = ([half::f16::ZERO; BLOCK], [0f32; BLOCK]);
+                let mut back = [0f32; BLOCK];
                 values.chunks(BLOCK).enumerate().find_map(|(block, chunk)| {
-                    let (halves, back) = (&mut halves[..chunk.len()], &mut back[..chunk.len()]);
-                    halves.convert_from_f32_slice(chunk);
-                    halves.convert_to_f32_slice(back);
+                    let back = &mut back[..chunk.len()];
+                    back.copy_from_slice(chunk);
+                    self.round_all(back);
                     chunk
                         .iter()
                         .zip(back.iter())
