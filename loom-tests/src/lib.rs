@@ -4,12 +4,14 @@
 //! The models live in `tests/core/` (one test binary, `core`: the
 //! exploration in `explore.rs`, the mirrors in `mirrors.rs`, the models by
 //! what they race in `waiting.rs`, `deadlines.rs` and `retention.rs`) and
-//! exist only under `--cfg commcheck_loom`; CI runs them in release mode
-//! (`.ci/run`):
+//! exist only under `--cfg commcheck_loom`; CI runs them with the workspace's
+//! `loom` profile (`.ci/run`), which optimises loom, its coroutines, the CPU
+//! backend and these models as release does, and builds the rest of the
+//! backend's dependencies as dev does (compiled, not explored):
 //!
 //! ```sh
 //! RUSTFLAGS="--cfg commcheck_loom" CARGO_TARGET_DIR=target/loom \
-//!     cargo test -p commcheck-loom-tests --release
+//!     cargo test -p commcheck-loom-tests --profile loom
 //! ```
 //!
 //! # What a run checks
@@ -77,7 +79,7 @@
 //!
 //! ```sh
 //! COMMCHECK_LOOM_DEEP=1 RUSTFLAGS="--cfg commcheck_loom" CARGO_TARGET_DIR=target/loom \
-//!     cargo test -p commcheck-loom-tests --release
+//!     cargo test -p commcheck-loom-tests --profile loom
 //! ```
 //!
 //! Loom's other variables (`LOOM_MAX_BRANCHES`, `LOOM_MAX_DURATION`,
