@@ -372,11 +372,9 @@ impl Harness for CpuHarness {
     }
 
     fn read(&self, _rank: &CpuRank, tensor: &CpuTensor) -> Result<Vec<f32>, HarnessError> {
-        tensor.read_materialised().ok_or_else(|| {
-            HarnessError(format!(
-                "{tensor:?} is not materialised (read-back never evaluates)"
-            ))
-        })
+        tensor
+            .read_materialised()
+            .ok_or_else(|| not_materialised(tensor))
     }
 
     fn dtypes(&self) -> Vec<Dtype> {
@@ -429,7 +427,7 @@ impl Harness for CpuHarness {
     /// kit compares that with the dtype it asked for).
     fn read_as(
         &self,
-        rank: &CpuRank,
+        _rank: &CpuRank,
         tensor: &CpuTensor,
         _dtype: Dtype,
     ) -> Result<HostValues, HarnessError> {
@@ -438,11 +436,10 @@ impl Harness for CpuHarness {
             Element::Bf16 => Dtype::Bf16,
             _ => Dtype::F32,
         };
-        let values = self.read(rank, tensor)?;
-        Ok(match dtype {
-            Dtype::F32 => HostValues::F32(values),
-            _ => HostValues::narrow(dtype, &values),
-        })
+        // Narrowed straight from the backend's values: no copy of them first.
+        tensor
+            .with_materialised(|values| HostValues::narrow(dtype, values))
+            .ok_or_else(|| not_materialised(tensor))
     }
 
     /// The sum's cache block and its parallel split (elements are kept as
@@ -535,4 +532,11 @@ fn extents(shape: &[usize]) -> Result<Vec<i32>, HarnessError> {
         .iter()
         .map(|&d| i32::try_from(d).map_err(HarnessError::new))
         .collect()
+}
+
+/// Why a read-back found no values.
+fn not_materialised(tensor: &CpuTensor) -> HarnessError {
+    HarnessError(format!(
+        "{tensor:?} is not materialised (read-back never evaluates)"
+    ))
 }

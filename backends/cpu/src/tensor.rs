@@ -114,14 +114,6 @@ impl Storage {
         }
     }
 
-    /// Values if they are on the host already; never evaluates.
-    pub(crate) fn peek(&self) -> Option<Vec<f32>> {
-        match &*self.cell() {
-            Cell::Ready(values) => Some(values.as_ref().clone()),
-            _ => None,
-        }
-    }
-
     /// Whether the value waits for communication work to publish it.
     pub(crate) fn is_pending(&self) -> bool {
         matches!(&*self.cell(), Cell::Pending)
@@ -351,7 +343,14 @@ impl CpuTensor {
     /// This is the kit's read-back: a value that `submit` should have
     /// materialised but did not reads as `None` (SUB-2).
     pub fn read_materialised(&self) -> Option<Vec<f32>> {
-        self.storage.peek()
+        self.with_materialised(<[f32]>::to_vec)
+    }
+
+    /// `read` applied to the host values if already materialised, without
+    /// copying them out; never evaluates or waits (as
+    /// [`CpuTensor::read_materialised`]).
+    pub fn with_materialised<R>(&self, read: impl FnOnce(&[f32]) -> R) -> Option<R> {
+        self.storage.ready_values().map(|values| read(&values))
     }
 
     /// Whether the values are on the host.
