@@ -143,6 +143,7 @@ mod tests {
         // stride confusion yields the right bytes (the GAT-1 blind spot).
         let scenario = Scenario {
             label: "old".into(),
+            common: Default::default(),
             dtype: Dtype::F32,
             semantics: Semantics::Gather { axis: 1 },
             shapes: vec![vec![2, 3, 2]; 2],

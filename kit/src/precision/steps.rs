@@ -30,6 +30,7 @@ pub(super) fn p2p_scenarios(
                 .collect();
             (0..link.shapes.len()).map(move |index| Scenario {
                 label: format!("value {index} of route {}", link.id),
+                common: Default::default(),
                 dtype,
                 semantics: Semantics::Broadcast { root: index },
                 shapes: link.shapes.clone(),
@@ -46,6 +47,7 @@ pub(super) fn standard_cases() -> Vec<Vec<Scenario>> {
         .map(|n| {
             let scenario = |label: &str, semantics, shapes: Vec<Vec<usize>>, inputs| Scenario {
                 label: label.to_owned(),
+                common: Default::default(),
                 dtype: Dtype::F32,
                 semantics,
                 shapes,

@@ -108,6 +108,7 @@ impl Plan<'_> {
         let size = self.matrix.len();
         let shapes: Vec<Vec<usize>> = (0..size).map(|member| self.shape(member)).collect();
         Scenario {
+            common: Default::default(),
             label: format!(
                 "axis {} of shape {:?} with count matrix {:?}",
                 self.axis, self.base, self.matrix

@@ -102,6 +102,7 @@ pub(crate) fn scenarios(seed: u64, size: usize, dtype: Dtype, sweep: &[usize]) -
                 .collect();
             Scenario {
                 label: format!("shape {shape:?} from root {root}"),
+                common: Default::default(),
                 dtype,
                 semantics: Semantics::Broadcast { root },
                 inputs,

@@ -161,6 +161,7 @@ pub(crate) fn even_scenarios(
             let len = shape.iter().product();
             Scenario {
                 label: format!("shape {shape:?} on axis {axis}"),
+                common: Default::default(),
                 dtype,
                 semantics: Semantics::Gather { axis },
                 inputs: (0..size)
@@ -244,6 +245,7 @@ pub(crate) fn uneven_scenarios(
                 .collect();
             Scenario {
                 label: format!("counts {counts:?} on axis {axis} of shape {base:?}"),
+                common: Default::default(),
                 dtype,
                 semantics: Semantics::Gather { axis },
                 inputs: shapes

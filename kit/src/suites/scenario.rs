@@ -25,6 +25,9 @@
 //! - **Orders** ([`Arrival`]): a step's members join with a seeded member
 //!   last, in reversed member order, or odd members first.
 
+use std::borrow::Cow;
+use std::sync::OnceLock;
+
 use crate::dtype::Dtype;
 
 use super::seeds::{late_member, mix, periodic, value};
@@ -93,6 +96,22 @@ pub(crate) struct Scenario {
     pub(crate) shapes: Vec<Vec<usize>>,
     /// Every member's input values (row-major, widened to `f32`).
     pub(crate) inputs: Vec<Vec<f32>>,
+    /// The expectation every member shares (sums, gathers, broadcasts),
+    /// made by the first rank that asks: the scenario is shared by a
+    /// world's ranks, and the expectation is as large as every input
+    /// together. Made from the fields above, which do not change after it
+    /// (a clone, which may change them, starts without it).
+    pub(crate) common: Common,
+}
+
+/// [`Scenario::common`]: made once, and forgotten by a clone.
+#[derive(Debug, Default)]
+pub(crate) struct Common(OnceLock<Expected>);
+
+impl Clone for Common {
+    fn clone(&self) -> Self {
+        Self::default()
+    }
 }
 
 /// What one member's output should be.
@@ -112,10 +131,12 @@ impl Scenario {
     }
 
     /// What `member`'s output should be.
-    pub(crate) fn expected(&self, member: usize) -> Expected {
+    pub(crate) fn expected(&self, member: usize) -> Cow<'_, Expected> {
+        // Every member's, made once (see `common`).
+        let common = |make: &dyn Fn() -> Expected| Cow::Borrowed(self.common.0.get_or_init(make));
         match &self.semantics {
-            Semantics::Sum => sum(self.dtype, &self.inputs, self.shapes[0].clone()),
-            Semantics::Gather { axis } => {
+            Semantics::Sum => common(&|| sum(self.dtype, &self.inputs, self.shapes[0].clone())),
+            Semantics::Gather { axis } => common(&|| {
                 let blocks: Vec<(&[f32], usize)> = self
                     .inputs
                     .iter()
@@ -126,7 +147,7 @@ impl Scenario {
                     with_extent(&self.shapes[0], *axis, blocks.iter().map(|b| b.1).sum()),
                     concat(&self.shapes[0], *axis, &blocks),
                 )
-            }
+            }),
             Semantics::AllToAll { axis, matrix } => {
                 let (shape, values) = all_to_all(self, *axis, matrix, member, |sends, peer, to| {
                     (
@@ -135,12 +156,14 @@ impl Scenario {
                         peer,
                     )
                 });
-                exact(shape, values)
+                Cow::Owned(exact(shape, values))
             }
-            Semantics::Broadcast { root } => exact(
-                self.shapes.get(*root).cloned().unwrap_or_default(),
-                self.inputs.get(*root).cloned().unwrap_or_default(),
-            ),
+            Semantics::Broadcast { root } => common(&|| {
+                exact(
+                    self.shapes.get(*root).cloned().unwrap_or_default(),
+                    self.inputs.get(*root).cloned().unwrap_or_default(),
+                )
+            }),
         }
     }
 }

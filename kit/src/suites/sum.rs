@@ -150,6 +150,7 @@ pub(crate) fn scenarios(seed: u64, size: usize, dtype: Dtype, sweep: &[usize]) -
             let len = shape.iter().product();
             Scenario {
                 label: format!("shape {shape:?}"),
+                common: Default::default(),
                 dtype,
                 semantics: Semantics::Sum,
                 inputs: (0..size)
