@@ -21,7 +21,10 @@
 # Exit status: 0 passed; 1 a check failed.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-export CARGO_TARGET_DIR="$root/target/template"
+# The workspace's target folder (or the caller's CARGO_TARGET_DIR): the
+# template builds with the versions the workspace locks (below), so the
+# crates both build alike are compiled once.
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$root/target}"
 export CARGO_TERM_COLOR=never
 export COMMCHECK_SEED=20261203
 work=$(mktemp -d)
@@ -39,26 +42,35 @@ count() { # count REGEX FILE: the first number the regex's group 1 captures
 
 cp -r "$root/templates/backend" "$crate"
 rm -rf "$crate/target" "$crate/Cargo.lock" "$crate/fuzz/Cargo.lock"
+# The versions the workspace locks (cargo adds the crate's own entries and
+# drops the rest): a new release upstream does not change what this check
+# builds, and the dependencies the workspace built are reused.
+cp "$root/Cargo.lock" "$crate/Cargo.lock"
 # One place says where commcheck comes from: point it at this checkout.
 sed -i "s|path = \"../../|path = \"$root/|" "$crate/.cargo/config.toml"
 grep -q "path = \"$root/kit\"" "$crate/.cargo/config.toml" || fail "the template's .cargo/config.toml does not patch commcheck to ../../kit"
-# The crate's target/ is the shared template target (dependencies built
-# once). Its CACHEDIR.TAG marks it as cargo's target directory: the suite
-# puts its records in target/commcheck/ of the nearest one above its binary.
+# The crate's target/ is the shared target (dependencies built once). Its
+# CACHEDIR.TAG marks it as cargo's target directory: the suite puts its
+# records in target/commcheck/ of the nearest one above its binary.
 mkdir -p "$CARGO_TARGET_DIR"
 [ -f "$CARGO_TARGET_DIR/CACHEDIR.TAG" ] ||
   echo "Signature: 8a477f597d28d172789f06886806bc55" >"$CARGO_TARGET_DIR/CACHEDIR.TAG"
 ln -s "$CARGO_TARGET_DIR" "$crate/target"
 
 step "commcheck-report without the bundled backends (default-features = false)"
+# The build puts it at target/debug/commcheck-report, where the workspace's
+# own build (with its features) may be: that one is put back afterwards.
+built="$CARGO_TARGET_DIR/debug/commcheck-report"
+mkdir -p "$work/bin"
+[ ! -f "$built" ] || cp -p "$built" "$work/workspace-commcheck-report"
 cargo build --quiet --manifest-path "$root/reports/Cargo.toml" --no-default-features --bin commcheck-report
-report_tool="$CARGO_TARGET_DIR/debug/commcheck-report"
+# The README's commands call it by name, as installed.
+report_tool="$work/bin/commcheck-report"
+cp "$built" "$report_tool"
+[ ! -f "$work/workspace-commcheck-report" ] || cp -p "$work/workspace-commcheck-report" "$built"
 if "$report_tool" certify cpu --out "$work/nothing" >/dev/null 2>&1; then
   fail "a build without the cpu feature certified the bundled CPU backend"
 fi
-# The README's commands call it by name, as installed.
-mkdir -p "$work/bin"
-ln -s "$report_tool" "$work/bin/commcheck-report"
 export PATH="$work/bin:$PATH"
 rm -rf "$CARGO_TARGET_DIR/commcheck/minimal" "$CARGO_TARGET_DIR/nextest"
 
@@ -183,6 +195,12 @@ cp -r "$crate/fuzz/corpus/sequence" "$work/fuzz-corpus"
 # entries), so the dependencies both build with the same features are built once, and a
 # new release upstream does not change what this check builds.
 cp "$root/fuzz/Cargo.lock" "$crate/fuzz/Cargo.lock"
+# commcheck's fuzz package has memchr with its default features (through
+# commcheck-report's JUnit writer); the template's has it without. The cfg
+# differs, and with it memchr and every crate above it (eredu, the kit):
+# rebuilt for this one target. Asking for memchr's defaults here (no code of
+# the target's changes) lets the build reuse those crates.
+printf '\n[dependencies.memchr]\nversion = "2"\n' >>"$crate/fuzz/Cargo.toml"
 # From fuzz/, as the template's README says: its .cargo/config.toml keeps
 # coverage to the backend (fuzz/coverage-scope.sh).
 (cd "$crate/fuzz" && env -u CARGO_TARGET_DIR cargo +nightly fuzz run --sanitizer none --target-dir "$root/fuzz/target" \
