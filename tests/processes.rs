@@ -7,7 +7,8 @@
 //! - `mutants`: every defect whose invariant is of class M, against the
 //!   M-class cases across the processes; a defect must fail its own
 //!   invariant and otherwise only its declared overlaps (the rules of the
-//!   in-process precision matrix, `tests/mutants/matrix.rs`);
+//!   in-process precision matrix, `tests/mutants/matrix.rs`); six launches
+//!   at once take the defects one by one (`COMMCHECK_PROCESS_CLAIMS`);
 //! - `kill`: the whole suite, while rank 1's process is killed (SIGKILL)
 //!   mid-run; the survivors must name it, stop, and leave a result file
 //!   marked incomplete;
@@ -32,13 +33,18 @@ use matrix::Row;
 
 const SCENARIO: &str = "COMMCHECK_PROCESS_SCENARIO";
 
-/// Which share of the M-class defects a `mutants` launch runs: `k/n`, the
-/// defects whose index is `k` modulo `n`.
-const PART: &str = "COMMCHECK_PROCESS_PART";
+/// The folder through which the `mutants` launches share out the M-class
+/// defects: a launch's rank 0 takes the next defect no launch has taken by
+/// creating the file named by its index (`create_new`), so every defect runs
+/// once, in whichever launch is free first. Without it, a launch runs them
+/// all.
+const CLAIMS: &str = "COMMCHECK_PROCESS_CLAIMS";
 
-/// The launches the M-class defects are split across. Each runs its
+/// The launches the M-class defects are shared across. Each runs its
 /// defects one case at a time and mostly waits (late peers, watchdogs):
-/// together they use under one CPU, so six run at once.
+/// together they use under one CPU, so six run at once. A defect whose
+/// calls block takes several times as long as most, so the defects are
+/// taken one at a time, not split in advance.
 const PARTS: usize = 6;
 
 fn main() {
@@ -49,14 +55,17 @@ fn main() {
             // Every trial is a launch that mostly waits (one case at a time,
             // late peers): they all run at once unless --test-threads says.
             args.test_threads = args.test_threads.or(Some(PARTS + 2));
+            // The launches of this run share one claims folder.
+            let claims = claims_folder();
             let mut trials: Vec<Trial> = (0..PARTS)
                 .map(|part| {
+                    let claims = claims.clone();
                     Trial::test(
                         format!(
                             "m_class_defects_fail_their_own_invariant_across_two_processes_{}_of_{PARTS}",
                             part + 1
                         ),
-                        move || mutants_across(2, (part, PARTS)),
+                        move || mutants_across(2, &claims),
                     )
                 })
                 .collect();
@@ -64,7 +73,11 @@ fn main() {
                 Trial::test("a_killed_rank_is_named_by_the_survivors", killed_rank),
                 Trial::test("a_hung_rank_is_named_by_the_others", hung_rank),
             ]);
-            libtest_mimic::run(&args, trials).exit()
+            let conclusion = libtest_mimic::run(&args, trials);
+            let _ = std::fs::remove_dir_all(&claims);
+            // Empty once the other scenarios are done too.
+            let _ = claims.parent().map(std::fs::remove_dir);
+            conclusion.exit()
         }
     }
 }
@@ -200,9 +213,13 @@ fn text(output: &Output) -> String {
     )
 }
 
-fn mutants_across(ranks: usize, (part, parts): (usize, usize)) -> Result<(), Failed> {
-    let share = format!("{part}/{parts}");
-    let output = mpirun(ranks, &[], "mutants", &[(PART, &share)])?;
+fn mutants_across(ranks: usize, claims: &std::path::Path) -> Result<(), Failed> {
+    std::fs::create_dir_all(claims)
+        .map_err(|e| Failed::from(format!("{}: {e}", claims.display())))?;
+    let claims = claims
+        .to_str()
+        .ok_or("the claims folder's path is not UTF-8")?;
+    let output = mpirun(ranks, &[], "mutants", &[(CLAIMS, claims)])?;
     let seen = text(&output);
     println!("{seen}");
     if output.status.success() {
@@ -326,9 +343,19 @@ fn stopped_rank(
     }
 }
 
-/// A fresh folder under the target directory's temp space.
+/// The folder of this process's scenarios' files, in the temp space.
+fn scenarios_folder() -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("commcheck-processes-{}", std::process::id()))
+}
+
+/// The [`CLAIMS`] folder the `mutants` launches of this run share.
+fn claims_folder() -> std::path::PathBuf {
+    scenarios_folder().join("claims")
+}
+
+/// [`scenarios_folder`], made.
 fn tempfile_dir() -> Result<std::path::PathBuf, Failed> {
-    let dir = std::env::temp_dir().join(format!("commcheck-processes-{}", std::process::id()));
+    let dir = scenarios_folder();
     std::fs::create_dir_all(&dir).map_err(|e| Failed::from(format!("{}: {e}", dir.display())))?;
     Ok(dir)
 }
@@ -348,7 +375,9 @@ fn rank_process(scenario: &str) -> ! {
             // Some defects hang work on purpose: the mutant watchdog.
             std::env::set_var("COMMCHECK_CASE_TIMEOUT_MS", "11000");
             let mut problems = Vec::new();
-            for defect in part_of(m_class_defects()) {
+            let defects = m_class_defects();
+            let mut claims = Claims::new(&processes, defects.len());
+            while let Some(defect) = claims.next().map(|index| defects[index]) {
                 let started = Instant::now();
                 let harness = CpuHarness::with_defect(defect).across(&cpu);
                 let results = run_cases_across(
@@ -406,26 +435,71 @@ fn rank_process(scenario: &str) -> ! {
     }
 }
 
-/// The share of `defects` that `COMMCHECK_PROCESS_PART=k/n` names (all of
-/// them without it); a value that is not `k/n` with `k < n` is an error.
-fn part_of(defects: Vec<Defect>) -> Vec<Defect> {
-    let Ok(share) = std::env::var(PART) else {
-        return defects;
-    };
-    let parsed = share
-        .split_once('/')
-        .and_then(|(k, n)| Some((k.parse::<usize>().ok()?, n.parse::<usize>().ok()?)))
-        .filter(|(k, n)| k < n);
-    let Some((part, parts)) = parsed else {
-        eprintln!("{PART}={share:?}: expected k/n with k < n, e.g. 0/2");
-        std::process::exit(2)
-    };
-    defects
-        .into_iter()
-        .enumerate()
-        .filter(|(index, _)| index % parts == part)
-        .map(|(_, defect)| defect)
-        .collect()
+/// The defects a `mutants` launch runs, taken one at a time through the
+/// [`CLAIMS`] folder (every one of them without it): rank 0 takes the next
+/// index no launch has taken, and tells the launch's other ranks.
+struct Claims<'a> {
+    processes: &'a Processes,
+    folder: Option<std::path::PathBuf>,
+    count: usize,
+    /// The first index rank 0 has not tried yet.
+    cursor: usize,
+}
+
+impl<'a> Claims<'a> {
+    fn new(processes: &'a Processes, count: usize) -> Self {
+        Self {
+            processes,
+            folder: std::env::var_os(CLAIMS).map(Into::into),
+            count,
+            cursor: 0,
+        }
+    }
+
+    /// The index of the launch's next defect, the same in every rank;
+    /// `None` once every defect is taken.
+    fn next(&mut self) -> Option<usize> {
+        let mine = if self.processes.rank() == 0 {
+            self.take()
+                .map_or_else(Vec::new, |index| (index as u64).to_le_bytes().to_vec())
+        } else {
+            Vec::new()
+        };
+        let all = self.processes.all_gather(&mine).unwrap_or_else(|error| {
+            eprintln!(
+                "rank {}: sharing the next defect: {error}",
+                self.processes.rank()
+            );
+            std::process::exit(2)
+        });
+        let leader: [u8; 8] = all.first()?.as_slice().try_into().ok()?;
+        Some(u64::from_le_bytes(leader) as usize)
+    }
+
+    /// Rank 0: the next index no launch has taken, now this launch's.
+    fn take(&mut self) -> Option<usize> {
+        while self.cursor < self.count {
+            let index = self.cursor;
+            self.cursor += 1;
+            let Some(folder) = &self.folder else {
+                return Some(index);
+            };
+            let claim = folder.join(index.to_string());
+            match std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&claim)
+            {
+                Ok(_) => return Some(index),
+                Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {}
+                Err(error) => {
+                    eprintln!("{CLAIMS}: {}: {error}", claim.display());
+                    std::process::exit(2)
+                }
+            }
+        }
+        None
+    }
 }
 
 /// The defects whose invariant is of class M (`COMMCHECK_MUTANTS` narrows them).
