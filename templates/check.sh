@@ -46,6 +46,13 @@ rm -rf "$crate/target" "$crate/Cargo.lock" "$crate/fuzz/Cargo.lock"
 # drops the rest): a new release upstream does not change what this check
 # builds, and the dependencies the workspace built are reused.
 cp "$root/Cargo.lock" "$crate/Cargo.lock"
+# commcheck-report (and so commcheck's own fuzz package) has memchr with its
+# default features, through its JUnit writer; the template has it without.
+# The cfg differs, and with it memchr and every crate above it (eredu, the
+# kit): built again for the template. The copy asks for memchr's defaults
+# (no code changes), so its builds reuse those crates.
+memchr_defaults() { printf '\n[%s.memchr]\nversion = "2"\n' "$2" >>"$1"; }
+memchr_defaults "$crate/Cargo.toml" dev-dependencies
 # One place says where commcheck comes from: point it at this checkout.
 sed -i "s|path = \"../../|path = \"$root/|" "$crate/.cargo/config.toml"
 grep -q "path = \"$root/kit\"" "$crate/.cargo/config.toml" || fail "the template's .cargo/config.toml does not patch commcheck to ../../kit"
@@ -195,12 +202,8 @@ cp -r "$crate/fuzz/corpus/sequence" "$work/fuzz-corpus"
 # entries), so the dependencies both build with the same features are built once, and a
 # new release upstream does not change what this check builds.
 cp "$root/fuzz/Cargo.lock" "$crate/fuzz/Cargo.lock"
-# commcheck's fuzz package has memchr with its default features (through
-# commcheck-report's JUnit writer); the template's has it without. The cfg
-# differs, and with it memchr and every crate above it (eredu, the kit):
-# rebuilt for this one target. Asking for memchr's defaults here (no code of
-# the target's changes) lets the build reuse those crates.
-printf '\n[dependencies.memchr]\nversion = "2"\n' >>"$crate/fuzz/Cargo.toml"
+# memchr's defaults, as for the crate above.
+memchr_defaults "$crate/fuzz/Cargo.toml" dependencies
 # From fuzz/, as the template's README says: its .cargo/config.toml keeps
 # coverage to the backend (fuzz/coverage-scope.sh).
 (cd "$crate/fuzz" && env -u CARGO_TARGET_DIR cargo +nightly fuzz run --sanitizer none --target-dir "$root/fuzz/target" \
