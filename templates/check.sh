@@ -74,7 +74,13 @@ cargo build --quiet --manifest-path "$root/reports/Cargo.toml" --no-default-feat
 # The README's commands call it by name, as installed.
 report_tool="$work/bin/commcheck-report"
 cp "$built" "$report_tool"
-[ ! -f "$work/workspace-commcheck-report" ] || cp -p "$work/workspace-commcheck-report" "$built"
+# cargo hard-links $built to the build's own copy in deps/: unlink it
+# first, or writing the workspace's binary back would overwrite that copy
+# (and a later run of this check would get the workspace's binary).
+if [ -f "$work/workspace-commcheck-report" ]; then
+  rm -f "$built"
+  cp -p "$work/workspace-commcheck-report" "$built"
+fi
 if "$report_tool" certify cpu --out "$work/nothing" >/dev/null 2>&1; then
   fail "a build without the cpu feature certified the bundled CPU backend"
 fi

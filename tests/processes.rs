@@ -56,7 +56,7 @@ fn main() {
             // late peers): they all run at once unless --test-threads says.
             args.test_threads = args.test_threads.or(Some(PARTS + 2));
             // The launches of this run share one claims folder.
-            let claims = claims_folder();
+            let claims = scenarios_folder().join("claims");
             let mut trials: Vec<Trial> = (0..PARTS)
                 .map(|part| {
                     let claims = claims.clone();
@@ -346,11 +346,6 @@ fn stopped_rank(
 /// The folder of this process's scenarios' files, in the temp space.
 fn scenarios_folder() -> std::path::PathBuf {
     std::env::temp_dir().join(format!("commcheck-processes-{}", std::process::id()))
-}
-
-/// The [`CLAIMS`] folder the `mutants` launches of this run share.
-fn claims_folder() -> std::path::PathBuf {
-    scenarios_folder().join("claims")
 }
 
 /// [`scenarios_folder`], made.
