@@ -34,11 +34,12 @@ pub struct CpuHarness {
 /// The personalities [`CpuHarness::with_personality`] knows: the backend's
 /// ([`Personality`]), and `no-clone`, completions used as if they were not
 /// `Clone` (the harness offers no second handle).
-pub const PERSONALITIES: [&str; 5] = [
+pub const PERSONALITIES: [&str; 6] = [
     "lazy",
     "eager",
     "collectives-cancel",
     "unstoppable",
+    "spin-wait",
     "no-clone",
 ];
 

@@ -18,6 +18,9 @@ use libtest_mimic::{Arguments, Failed, Trial};
 enum Mode {
     /// Held work is never released, so `wait` on it never returns.
     WaitNeverReturns,
+    /// [`Mode::WaitNeverReturns`] on the `spin-wait` personality: the
+    /// `wait` that never returns polls in a busy loop, burning CPU.
+    WaitSpinsForever,
     /// Dropping a rank's state blocks forever.
     DropBlocks,
     /// Making a tensor panics while holding a lock.
@@ -51,6 +54,7 @@ impl Mode {
     fn parse(name: &str) -> Option<Self> {
         [
             Self::WaitNeverReturns,
+            Self::WaitSpinsForever,
             Self::DropBlocks,
             Self::PanicsHoldingLock,
             Self::Aborts,
@@ -79,10 +83,12 @@ struct Hostile {
 impl Hostile {
     fn new(mode: Mode) -> Self {
         Self {
-            inner: if mode == Mode::Bf16Refused {
-                CpuHarness::new().refusing(Element::Bf16)
-            } else {
-                CpuHarness::new()
+            inner: match mode {
+                Mode::Bf16Refused => CpuHarness::new().refusing(Element::Bf16),
+                Mode::WaitSpinsForever => CpuHarness::new()
+                    .with_personality("spin-wait")
+                    .expect("spin-wait is a CPU personality"),
+                _ => CpuHarness::new(),
             },
             mode,
             lock: Arc::new(Mutex::new(())),
@@ -262,7 +268,7 @@ impl Harness for Hostile {
     }
 
     fn hold(&self, rank: &HostileRank, executor: &CpuExecutor) -> Option<HoldGuard> {
-        if self.mode == Mode::WaitNeverReturns {
+        if matches!(self.mode, Mode::WaitNeverReturns | Mode::WaitSpinsForever) {
             // The native hold is never released: held work never completes.
             std::mem::forget(executor.hold());
             return Some(HoldGuard::new(|| {}));
@@ -635,6 +641,35 @@ fn watchdog_counts_from_progress() -> Result<(), Failed> {
     }
 }
 
+/// A `wait()` that polls in a busy loop for work that never ends is a
+/// hang like one asleep: `timeout`, naming the call, once the rank burnt a
+/// watchdog of its own run time in it (so on a loaded machine too, where
+/// that takes longer), never `inconclusive`.
+fn spinning_wait_is_a_timeout() -> Result<(), Failed> {
+    let cases = [
+        "EXC-4::submit",
+        "EXC-5::local_dependencies",
+        "RET-6::submit",
+    ];
+    survives(Mode::WaitSpinsForever, &cases, &[Verdict::Timeout])?;
+    // EXC-4 calls `wait()` right after the (never effective) release.
+    let results = run_cases(Hostile::new(Mode::WaitSpinsForever), |case| {
+        case.name() == cases[0]
+    })
+    .expect("the COMMCHECK_* settings are valid");
+    let message = results
+        .cases
+        .first()
+        .and_then(|case| case.message.clone())
+        .unwrap_or_default();
+    if !(message.contains("rank 0: spinning: ") && message.contains("inside wait()")) {
+        return Err(
+            format!("the spinning rank's timeout does not name its call: {message:?}").into(),
+        );
+    }
+    Ok(())
+}
+
 fn main() {
     if let Some(mode) = std::env::var("HOSTILE_MODE")
         .ok()
@@ -653,6 +688,10 @@ fn main() {
                 &[Verdict::Timeout, Verdict::Fail],
             )
         }),
+        Trial::test(
+            "wait_that_spins_forever_is_a_timeout",
+            spinning_wait_is_a_timeout,
+        ),
         Trial::test(
             "watchdog_counts_from_the_last_progress",
             watchdog_counts_from_progress,

@@ -170,7 +170,7 @@ struct CertifyArgs {
     #[arg(value_name = "backend")]
     backend: String,
     /// The CPU backend's personality: lazy (the default), eager,
-    /// collectives-cancel, unstoppable or no-clone (honest designs that
+    /// collectives-cancel, unstoppable, spin-wait or no-clone (honest designs that
     /// differ from the default; see commcheck_cpu::personality)
     #[arg(long, value_name = "NAME", default_value = "lazy")]
     personality: String,

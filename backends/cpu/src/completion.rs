@@ -176,6 +176,23 @@ impl CpuCompletion {
         self.device.has(defect)
     }
 
+    /// Waits until `stop` holds for the work's state or `deadline` passes:
+    /// asleep on the core's condition variable, or, under the
+    /// [`Personality::SpinWait`](crate::Personality::SpinWait) personality,
+    /// polling in a busy loop on the calling thread.
+    fn wait_until(
+        &self,
+        deadline: Option<Instant>,
+        stop: impl Fn(&Observation) -> bool,
+    ) -> Observation {
+        if self.device.personality() == crate::Personality::SpinWait {
+            if let Some(seen) = self.core.spin_until(deadline, &stop) {
+                return seen;
+            }
+        }
+        self.core.wait_for(deadline, stop)
+    }
+
     fn launch(&self) {
         let Some(lazy) = &self.lazy else {
             return;
@@ -268,7 +285,7 @@ impl Completion for CpuCompletion {
                 rt::sleep(Duration::from_millis(1));
             }
         }
-        let seen = self.core.wait_for(None, |seen| {
+        let seen = self.wait_until(None, |seen| {
             seen.phase.is_terminal() || seen.error.is_some()
         });
         match seen.error {
@@ -349,7 +366,7 @@ impl BoundedCompletion for CpuCompletion {
             // `None`: the deadline is beyond what `Instant` can represent.
             Instant::now().checked_add(timeout)
         };
-        let seen = self.core.wait_for(deadline, |seen| {
+        let seen = self.wait_until(deadline, |seen| {
             seen.phase.is_terminal() || seen.error.is_some()
         });
         if let Some(error) = seen.error {

@@ -454,6 +454,34 @@ impl Core {
         }
     }
 
+    /// Polls the state in a busy loop, never sleeping, until `stop` holds
+    /// or `deadline` passes (the spin-wait personality's waits). `None`
+    /// under loom, which explores blocking waits only: the caller blocks.
+    #[cfg(not(commcheck_loom))]
+    pub(crate) fn spin_until(
+        &self,
+        deadline: Option<Instant>,
+        stop: &impl Fn(&Observation) -> bool,
+    ) -> Option<Observation> {
+        loop {
+            let seen = self.observe();
+            if stop(&seen) || deadline.is_some_and(|deadline| Instant::now() >= deadline) {
+                return Some(seen);
+            }
+            std::hint::spin_loop();
+        }
+    }
+
+    /// Loom explores blocking waits only.
+    #[cfg(commcheck_loom)]
+    pub(crate) fn spin_until(
+        &self,
+        _deadline: Option<Instant>,
+        _stop: &impl Fn(&Observation) -> bool,
+    ) -> Option<Observation> {
+        None
+    }
+
     /// Loom explores blocking waits only.
     #[cfg(commcheck_loom)]
     fn spin_for(

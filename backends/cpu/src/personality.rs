@@ -9,8 +9,9 @@
 //! | `eager` | tensor operations compute their values when called, on the calling thread |
 //! | `collectives-cancel` | `NativeCancel` stops collectives and local work but not transfers (`send_receive`), so `supports_cancellation(NativeCancel)` honestly answers `false` |
 //! | `unstoppable` | running local work cannot be stopped: a `NativeCancel` teardown waits until it has finished |
+//! | `spin-wait` | `wait()` and `wait_bounded` poll the work's state in a busy loop on the calling thread instead of sleeping, as MPI progress loops and event-polling GPU waits do |
 //!
-//! A fifth design, completions that are not `Clone`, is the harness's
+//! A sixth design, completions that are not `Clone`, is the harness's
 //! (it offers no second handle), not the backend's.
 //!
 //! `supports_cancellation` is an associated function of the completion type,
@@ -42,15 +43,18 @@ pub enum Personality {
     CollectivesCancel,
     /// Running local work cannot be stopped natively.
     Unstoppable,
+    /// Waits poll in a busy loop on the calling thread (they never sleep).
+    SpinWait,
 }
 
 impl Personality {
     /// Every personality, the default first.
-    pub const ALL: [Self; 4] = [
+    pub const ALL: [Self; 5] = [
         Self::Lazy,
         Self::Eager,
         Self::CollectivesCancel,
         Self::Unstoppable,
+        Self::SpinWait,
     ];
 
     /// The personality's name, as [`str::parse`] takes it.
@@ -60,6 +64,7 @@ impl Personality {
             Self::Eager => "eager",
             Self::CollectivesCancel => "collectives-cancel",
             Self::Unstoppable => "unstoppable",
+            Self::SpinWait => "spin-wait",
         }
     }
 }

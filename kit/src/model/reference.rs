@@ -5,8 +5,13 @@
 //! - **blocked** when it cannot have finished: its own hold is not released,
 //!   a hold that was active on its lane when it was submitted is not released
 //!   (the hold instrument's contract), its late peer has not joined (rank 1
-//!   joins rounds in order, so an earlier unreleased round blocks later ones),
-//!   or it is ordered after a producer that is itself blocked (SUB-3);
+//!   joins rounds in order, so an earlier unreleased round blocks later ones)
+//!   while its result needs the peer's part, or it is ordered after a
+//!   producer that is itself blocked (SUB-3). A member whose part needs no
+//!   peer (a broadcast root: its result is its own input) may complete as
+//!   soon as its own part is done, before its peers join, as an eager
+//!   protocol does: nothing in the contract makes it wait for members its
+//!   result does not need, so the model never calls it blocked by a peer;
 //! - **due** when it will finish without further action: its own cause and
 //!   every hold on its lane are released, every earlier submission on its
 //!   lane, every producer it is ordered after and every earlier collective
@@ -80,6 +85,9 @@ pub(crate) struct Record {
     pub(crate) via: Via,
     /// Collective round (index into [`Model::rounds`]).
     pub(crate) round: Option<usize>,
+    /// Its result needs the late peer's part (false for a broadcast root):
+    /// an unjoined round blocks it.
+    pub(crate) needs_peer: bool,
     pub(crate) faulted: bool,
     /// The contract says this work must fail (an out-of-range root, a
     /// mismatched header): the SPEC ID its success would violate.
@@ -171,6 +179,8 @@ pub(crate) struct NewSubmission {
     pub(crate) subject: Subject,
     pub(crate) lane: usize,
     pub(crate) via: Via,
+    /// See [`Record::needs_peer`].
+    pub(crate) needs_peer: bool,
     pub(crate) faulted: bool,
     pub(crate) must_fail: Option<&'static str>,
     pub(crate) outputs_held: bool,
@@ -213,6 +223,7 @@ impl Model {
             lane: new.lane,
             via: new.via,
             round,
+            needs_peer: new.needs_peer,
             faulted: new.faulted,
             must_fail: new.must_fail,
             lane_tainted: lane.faulted,
@@ -440,7 +451,7 @@ impl Model {
         if sub.holds_at_submit.iter().any(|&h| !self.subs[h].released) {
             return Some(Reason::Hold);
         }
-        if let Some(round) = sub.round {
+        if let Some(round) = sub.round.filter(|_| sub.needs_peer) {
             // An earlier round the late peer has not been told about.
             let waiting = tally.first_unreleased.is_some_and(|first| first < round);
             if !self.own_cause_released(index) || waiting {
@@ -493,6 +504,7 @@ mod tests {
             subject: Subject::Submit,
             lane,
             via: Via::Hold,
+            needs_peer: false,
             faulted: false,
             must_fail: None,
             outputs_held: false,
@@ -504,10 +516,43 @@ mod tests {
             subject: Subject::Operation(Operation::AllReduceSum),
             lane: 0,
             via: Via::LatePeer,
+            needs_peer: true,
             faulted,
             must_fail: None,
             outputs_held: true,
         })
+    }
+
+    /// A broadcast from rank 0, the subject: its result needs no peer.
+    fn root_broadcast(model: &mut Model) -> usize {
+        model.submit(NewSubmission {
+            subject: Subject::Operation(Operation::Broadcast),
+            lane: 0,
+            via: Via::LatePeer,
+            needs_peer: false,
+            faulted: false,
+            must_fail: None,
+            outputs_held: true,
+        })
+    }
+
+    /// A broadcast root may complete before its late peer joins (an eager
+    /// protocol posts its copies and is done), so the model never calls it
+    /// blocked by the peer, also behind an unjoined round; it is due only
+    /// once the peer joined, as any round is.
+    #[test]
+    fn a_broadcast_root_is_not_blocked_by_its_peer() {
+        let mut model = Model::new();
+        let earlier = collective(&mut model, false);
+        let root = root_broadcast(&mut model);
+        let s = model.statuses();
+        assert_eq!(s[earlier].blocked, Some(Reason::Peer));
+        assert_eq!(s[root].blocked, None);
+        assert!(!s[root].due && !s[root].certainly_live());
+        model.release(earlier);
+        model.release(root);
+        let s = model.statuses();
+        assert!(s[earlier].due && s[root].due);
     }
 
     #[test]
@@ -519,6 +564,7 @@ mod tests {
             subject: Subject::LocalDependencies,
             lane: 0,
             via: Via::Unheld,
+            needs_peer: false,
             faulted: false,
             must_fail: None,
             outputs_held: false,
@@ -527,6 +573,7 @@ mod tests {
             subject: Subject::LocalDependencies,
             lane: 1,
             via: Via::Unheld,
+            needs_peer: false,
             faulted: false,
             must_fail: None,
             outputs_held: false,
@@ -572,6 +619,7 @@ mod tests {
             subject: Subject::Submit,
             lane: 1,
             via: Via::Unheld,
+            needs_peer: false,
             faulted: false,
             must_fail: None,
             outputs_held: false,
@@ -599,7 +647,7 @@ mod tests {
                 || sub.holds_at_submit.iter().any(|&h| !model.subs[h].released)
             {
                 Some(Reason::Hold)
-            } else if sub.round.is_some_and(|round| {
+            } else if sub.round.filter(|_| sub.needs_peer).is_some_and(|round| {
                 !model.own_cause_released(index)
                     || model.rounds[..round]
                         .iter()
@@ -643,7 +691,7 @@ mod tests {
         /// with the definitions read literally.
         #[test]
         fn statuses_agree_with_the_literal_definitions(
-            steps in proptest::collection::vec((0u8..7, 0u8..8, proptest::bool::ANY), 0..48)
+            steps in proptest::collection::vec((0u8..8, 0u8..8, proptest::bool::ANY), 0..48)
         ) {
             let mut model = Model::new();
             for (what, at, flag) in steps {
@@ -666,11 +714,15 @@ mod tests {
                         let seen = if flag { Seen::Completed } else { Seen::TornDown };
                         model.subs[usize::from(at) % subs].seen = seen;
                     }
+                    7 => {
+                        root_broadcast(&mut model);
+                    }
                     6 => {
                         model.submit(NewSubmission {
                             subject: Subject::LocalDependencies,
                             lane,
                             via: Via::Unheld,
+                            needs_peer: false,
                             faulted: flag && at == 1,
                             must_fail: None,
                             outputs_held: false,

@@ -202,6 +202,8 @@ impl<'c, 'w, H: Harness> Runner<'c, 'w, H> {
             subject,
             lane,
             via,
+            // A broadcast from rank 0 needs no peer's part (see the model).
+            needs_peer: via == Via::LatePeer && work != Work::Broadcast { root: 0 },
             faulted,
             must_fail,
             outputs_held,

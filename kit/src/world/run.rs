@@ -193,10 +193,19 @@ pub(crate) fn run_ranks<H: Harness>(
                 .collect();
             return match expired {
                 Expired::Blocked(blocked) => blocked,
-                Expired::Hung => {
+                Expired::Hung(spun) => {
                     let stacks = ranks
                         .iter()
-                        .map(|rank| watch::whereabouts(&watches[rank - first]))
+                        .map(|rank| {
+                            let place = watch::whereabouts(&watches[rank - first]);
+                            match spun {
+                                Some((offset, run)) if offset + first == *rank => format!(
+                                    "spinning: {run:?} of its own run time inside this call, and nothing \
+                                     else in the world moved meanwhile; {place}"
+                                ),
+                                _ => place,
+                            }
+                        })
                         .collect();
                     WorldEnd::TimedOut { ranks, stacks }
                 }

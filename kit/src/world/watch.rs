@@ -20,6 +20,16 @@
 //!   sleeps in `wait()` is invisible to the kit; if such a thread could not
 //!   get a CPU, the world may be moving as fast as this machine lets it.
 //!
+//! A rank thread busy computing is progress only while it could be doing
+//! something useful: one that has spent a whole watchdog of its *own* run
+//! time (not the time it waited for a CPU) inside one call into the
+//! backend, with nothing observable moving anywhere in the world since the
+//! call began (no call returned, no signal, no bytes, no rank computing in
+//! the kit's own code), is spinning: a `wait()` polling in a busy loop for
+//! work that never ends, as MPI progress loops and event-polling GPU waits
+//! do, is as hung as one asleep, and is a timeout naming the call. Load
+//! only stretches the wall time this takes, never makes it one.
+//!
 //! A world still unfinished at [`CEILING`] watchdog periods of wall time
 //! ends [`WorldEnd::Overran`](super::WorldEnd::Overran): inconclusive.
 
@@ -428,8 +438,15 @@ struct Sample {
     /// less the kit's own pauses: it was computing (the kit's own work, or
     /// a backend computing inside the rank's call, such as in `wait()`).
     /// Load stretches a computing thread but leaves it busy; a blocked or
-    /// sleeping one is not.
+    /// sleeping one is not. A spinning rank (see [`Spin`]) is not busy.
     busy: bool,
+    /// Some rank thread was busy outside any call into the backend: the
+    /// kit's own code moved, which is observable progress.
+    outside: bool,
+    /// The rank (by offset) that has spun longest, and its run time since
+    /// the later of its call's start and the world's last observable
+    /// progress: at least a watchdog of it.
+    spinning: Option<(usize, Duration)>,
     /// Per rank: the thread waited to run for a quarter of the sample, so
     /// a call it is in cannot be said to have blocked.
     waiting: Vec<bool>,
@@ -452,15 +469,30 @@ pub(crate) struct Watchdog {
     /// Per rank: the guarded call being timed (by its start) and the time
     /// counted against its limit.
     calls: Vec<Option<(Instant, Duration)>>,
+    /// Per rank: the call into the backend it is inside, and its run time
+    /// when this watch of it began.
+    spins: Vec<Option<Spin>>,
     /// When this process last told the others its ranks moved.
     announced: Instant,
     _kit: KitThread,
 }
 
+/// A rank thread inside one call into the backend, watched since the
+/// later of the call's start and the world's last observable progress.
+#[derive(Clone, Copy)]
+struct Spin {
+    /// When the call began ([`inside`]).
+    call: Instant,
+    /// The thread's run time, in nanoseconds, when the watch began.
+    run: u64,
+}
+
 /// How a world's watch ended.
 pub(crate) enum Expired {
-    /// Nothing moved for a whole watchdog of counted time.
-    Hung,
+    /// Nothing moved for a whole watchdog of counted time, or the rank at
+    /// this offset burnt a whole watchdog of its own run time inside one
+    /// call while nothing else moved (how much: `Some`).
+    Hung(Option<(usize, Duration)>),
     /// Still moving at the ceiling.
     Overran { ran: Duration, idle: Duration },
     /// A guarded call blocked beyond its limit.
@@ -484,8 +516,10 @@ impl Watchdog {
             last: Sample {
                 busy: false,
                 waiting: vec![false; ranks],
+                ..Sample::default()
             },
             calls: vec![None; ranks],
+            spins: vec![None; ranks],
             announced: now,
             _kit: KitThread::enter(),
         }
@@ -539,7 +573,14 @@ impl Watchdog {
             }
             self.announced = now;
         }
-        if local || (fresh && remote_moved()) {
+        let remote = fresh && remote_moved();
+        // Observable progress: a spinning rank's watch starts again.
+        if moved > self.seen || (fresh && (self.last.outside || process.io_moved)) || remote {
+            self.spins.iter_mut().for_each(|spin| *spin = None);
+        } else if fresh && !self.last.busy && self.last.spinning.is_some() {
+            return Some(Expired::Hung(self.last.spinning));
+        }
+        if local || remote {
             (self.idle, self.seen) = (Duration::ZERO, now);
         } else if moved > self.seen {
             (self.idle, self.seen) = (Duration::ZERO, moved);
@@ -547,7 +588,7 @@ impl Watchdog {
             self.idle += gap;
         }
         if self.idle >= self.limit {
-            return Some(Expired::Hung);
+            return Some(Expired::Hung(None));
         }
         (now >= self.ceiling).then(|| Expired::Overran {
             ran: self.started.elapsed(),
@@ -563,27 +604,47 @@ impl Watchdog {
         }
         self.sampled = now;
         let mut sample = Sample {
-            busy: false,
             waiting: vec![false; watches.len()],
+            ..Sample::default()
         };
         let mut starved = false;
-        for ((watch, before), waiting) in watches
+        for (offset, (((watch, before), waiting), spin)) in watches
             .iter()
             .zip(&mut self.before)
             .zip(&mut sample.waiting)
+            .zip(&mut self.spins)
+            .enumerate()
         {
-            let current = watch
-                .tid
-                .get()
-                .copied()
-                .and_then(schedstat)
-                .map(|(run, wait)| {
-                    (
-                        run.saturating_add(wait),
-                        wait,
-                        watch.paused.load(Ordering::Relaxed),
-                    )
-                });
+            let stat = watch.tid.get().copied().and_then(schedstat);
+            let current = stat.map(|(run, wait)| {
+                (
+                    run.saturating_add(wait),
+                    wait,
+                    watch.paused.load(Ordering::Relaxed),
+                )
+            });
+            // The call it is inside, watched from its start or the world's
+            // last observable progress (a reset spin starts again here).
+            let call = guard(&watch.entered)
+                .as_ref()
+                .filter(|entered| entered.left.is_none())
+                .map(|entered| entered.at);
+            *spin = match (call, stat) {
+                (Some(call), Some((run, _))) => Some(match *spin {
+                    Some(spin) if spin.call == call => spin,
+                    _ => Spin { call, run },
+                }),
+                _ => None,
+            };
+            let spun = spin
+                .zip(stat)
+                .map(|(spin, (run, _))| Duration::from_nanos(run.saturating_sub(spin.run)))
+                .filter(|spun| *spun >= self.limit);
+            if let Some(spun) = spun {
+                if sample.spinning.is_none_or(|(_, most)| spun > most) {
+                    sample.spinning = Some((offset, spun));
+                }
+            }
             if let (Some((scheduled, wait, paused)), Some((then, wait_then, paused_then))) =
                 (current, *before)
             {
@@ -593,7 +654,8 @@ impl Watchdog {
                     .saturating_sub(then)
                     .saturating_sub(paused.saturating_sub(paused_then));
                 let busy = Duration::from_nanos(computing) >= window / 2;
-                sample.busy |= busy;
+                sample.busy |= busy && spun.is_none();
+                sample.outside |= busy && call.is_none();
                 *waiting = Duration::from_nanos(wait.saturating_sub(wait_then)) >= window / 4;
                 starved |= busy && *waiting;
             }
