@@ -69,6 +69,22 @@ pub struct Case<H: Harness> {
     /// exercises (an operation, or the one cancellation mode of CAN-5 or
     /// CAN-6): the case is not part of what the backend must pass.
     pub(crate) unclaimed: bool,
+    /// The case's second regime: after each world passes at the standard
+    /// submissions, a fresh world runs it again at this size.
+    pub(crate) large: Option<Large>,
+}
+
+/// A matrix case's regime past the harness's protocol boundaries: the
+/// operation's submissions carry `elements` per rank, where a backend that
+/// switches protocols with message size (eager below a threshold,
+/// rendezvous and chunked above, as MPI, UCX and NCCL do) takes its other
+/// path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Large {
+    /// Elements per rank (`f32`).
+    pub(crate) elements: usize,
+    /// Which boundary they pass, for messages.
+    pub(crate) why: String,
 }
 
 impl<H: Harness> Case<H> {

@@ -13,7 +13,7 @@ use eredu_runtime::backend::{
     PointToPointBackend, SumReductionBackend, UnevenGatherBackend, VariableAllToAllBackend,
 };
 
-use crate::case::{Body, Case, Row};
+use crate::case::{Body, Case, Large, Row};
 use crate::harness::{Backend, ClaimVisitor, Claims, Harness, Instruments, WorldSizes};
 use crate::matrix::{self, Subject};
 use crate::operation::Operation;
@@ -118,6 +118,12 @@ impl<H: Harness> ClaimVisitor<H> for FamilyRows<H> {
     }
 }
 
+/// Whether the operation's standard submission carries data (a barrier and
+/// an agreement carry none of a size).
+fn moves_data(operation: Operation) -> bool {
+    !matches!(operation, Operation::Barrier | Operation::AgreeSuccess)
+}
+
 /// Every subject a row may apply to, in report order.
 fn subjects() -> Vec<Subject> {
     let mut subjects = vec![
@@ -152,6 +158,8 @@ pub(crate) fn catalogue_within<H: Harness>(harness: &H, processes: Option<usize>
         None => "in one process".to_owned(),
         Some(n) => format!("across the launcher's {n} process(es)"),
     };
+    let large =
+        suites::scenario::past_boundaries(harness).map(|(elements, why)| Large { elements, why });
     let peer_fed = claims.feed().is_some() && sizes.contains(2);
     let local = matrix::local_pending(instruments, peer_fed);
     let mut drivers = vec![
@@ -176,6 +184,7 @@ pub(crate) fn catalogue_within<H: Harness>(harness: &H, processes: Option<usize>
                 script: Err(format!("{operation} is not claimed by this backend")),
                 capped: None,
                 unclaimed: true,
+                large: None,
             });
         }
     }
@@ -256,6 +265,7 @@ pub(crate) fn catalogue_within<H: Harness>(harness: &H, processes: Option<usize>
             } else {
                 Evidence::Instrumented
             };
+            let matrix = matches!(row.body, Body::Matrix(_) | Body::MatrixPartDone(_));
             cases.push(Case {
                 invariant,
                 subject,
@@ -266,6 +276,9 @@ pub(crate) fn catalogue_within<H: Harness>(harness: &H, processes: Option<usize>
                 script,
                 capped,
                 unclaimed,
+                large: large
+                    .clone()
+                    .filter(|_| matrix && subject.operation().is_some_and(moves_data)),
             });
         }
     }

@@ -1,11 +1,14 @@
 //! The drivers of the eight operations: each one's standard submission, with
-//! inputs from (rank, index) so that every expected output is exact.
+//! inputs from (rank, index) so that every expected output is exact. In a
+//! world that runs past the harness's protocol boundaries
+//! ([`RankCtx::large`]), each rank's contribution to an operation that moves
+//! data carries that many elements instead of a few.
 
 use super::driver::{operation_driver, Driver};
 use super::handle::Handle;
 use super::submitted::{
-    attribute_value, failed, one_to_one, probes, values, verify_tensors, waits_for_peers,
-    Submitted, Verify,
+    attribute_value, extend_values, failed, one_to_one, probes, values, verify_tensors,
+    waits_for_peers, Submitted, Verify,
 };
 use crate::check::{slack, Finding};
 use crate::harness::{Backend, ClaimVisitor, Claims, Harness};
@@ -24,10 +27,12 @@ where
     Backend<H>: SumReductionBackend,
 {
     operation_driver(Operation::AllReduceSum, |ctx, executor, _| {
-        let input = ctx.tensor(&values(ctx.rank(), 4), &[4])?;
-        let expected = (0..4)
-            .map(|i| (0..ctx.size()).map(|r| values(r, 4)[i]).sum())
-            .collect();
+        let n = ctx.large().unwrap_or(4);
+        let input = ctx.tensor(&values(ctx.rank(), n), &[n])?;
+        // Σ over ranks r of (16 r + i + 1), exact in f32 at these sizes.
+        let size = ctx.size();
+        let ranks = 16 * size * (size - 1) / 2;
+        let expected = move || (0..n).map(|i| (ranks + size * (i + 1)) as f32).collect();
         one_to_one(ctx, Operation::AllReduceSum, input, expected, |input| {
             Backend::<H>::all_reduce_sum(input, ctx.group(), executor)
         })
@@ -39,8 +44,16 @@ where
     Backend<H>: EvenGatherBackend,
 {
     operation_driver(Operation::AllGatherEven, |ctx, executor, _| {
-        let input = ctx.tensor(&values(ctx.rank(), 2), &[2])?;
-        let expected = (0..ctx.size()).flat_map(|r| values(r, 2)).collect();
+        let n = ctx.large().unwrap_or(2);
+        let input = ctx.tensor(&values(ctx.rank(), n), &[n])?;
+        let size = ctx.size();
+        let expected = move || {
+            let mut expected = Vec::with_capacity(size * n);
+            for rank in 0..size {
+                extend_values(&mut expected, rank, 0..n);
+            }
+            expected
+        };
         one_to_one(ctx, Operation::AllGatherEven, input, expected, |input| {
             Backend::<H>::all_gather_even(input, 0, ctx.group(), executor)
         })
@@ -52,10 +65,18 @@ where
     Backend<H>: UnevenGatherBackend,
 {
     operation_driver(Operation::AllGatherUneven, |ctx, executor, _| {
-        let counts: Vec<usize> = (0..ctx.size()).map(|r| r + 1).collect();
+        let base = ctx.large().unwrap_or(1);
+        let counts: Vec<usize> = (0..ctx.size()).map(|r| r + base).collect();
         let own = counts[ctx.rank()];
         let input = ctx.tensor(&values(ctx.rank(), own), &[own])?;
-        let expected = (0..ctx.size()).flat_map(|r| values(r, counts[r])).collect();
+        let all = counts.clone();
+        let expected = move || {
+            let mut expected = Vec::with_capacity(all.iter().sum());
+            for (rank, &count) in all.iter().enumerate() {
+                extend_values(&mut expected, rank, 0..count);
+            }
+            expected
+        };
         one_to_one(ctx, Operation::AllGatherUneven, input, expected, |input| {
             Backend::<H>::all_gather_uneven(input, &counts, 0, ctx.group(), executor)
         })
@@ -69,10 +90,19 @@ where
     operation_driver(Operation::VariableAllToAll, |ctx, executor, _| {
         let n = ctx.size();
         let me = ctx.rank();
-        let input = ctx.tensor(&values(me, n), &[n])?;
-        let counts = CommunicationPeerCounts::new(vec![1; n], vec![1; n], n)
+        // Rows of `k` elements to each peer: one, or (past the boundaries)
+        // enough that what each rank sends passes them.
+        let k = ctx.large().map_or(1, |large| large.div_ceil(n));
+        let input = ctx.tensor(&values(me, n * k), &[n * k])?;
+        let counts = CommunicationPeerCounts::new(vec![k; n], vec![k; n], n)
             .map_err(|e| Finding::Harness(e.to_string()))?;
-        let expected = (0..n).map(|peer| values(peer, n)[me]).collect();
+        let expected = move || {
+            let mut expected = Vec::with_capacity(n * k);
+            for peer in 0..n {
+                extend_values(&mut expected, peer, me * k..(me + 1) * k);
+            }
+            expected
+        };
         one_to_one(ctx, Operation::VariableAllToAll, input, expected, |input| {
             Backend::<H>::variable_all_to_all(input, &counts, 0, ctx.group(), executor)
         })
@@ -86,14 +116,21 @@ where
     operation_driver(Operation::Broadcast, |ctx, executor, _| {
         // The root is the last rank: the subject (rank 0) waits for a late root.
         let root = ctx.size() - 1;
+        let n = ctx.large().unwrap_or(4);
         let input = if ctx.rank() == root {
-            ctx.tensor(&values(root, 4), &[4])?
+            ctx.tensor(&values(root, n), &[n])?
         } else {
-            ctx.tensor(&[f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 0.0], &[4])?
+            let filler = [f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 0.0];
+            let filler: Vec<f32> = (0..n).map(|i| filler[i % 4]).collect();
+            ctx.tensor(&filler, &[n])?
         };
-        one_to_one(ctx, Operation::Broadcast, input, values(root, 4), |input| {
-            Backend::<H>::broadcast(input, root, ctx.group(), executor)
-        })
+        one_to_one(
+            ctx,
+            Operation::Broadcast,
+            input,
+            move || values(root, n),
+            |input| Backend::<H>::broadcast(input, root, ctx.group(), executor),
+        )
     })
 }
 
@@ -216,14 +253,15 @@ where
         // The late peer (last rank) sends; the subject (rank 0) receives.
         let source = ctx.size() - 1;
         let route = ctx.route(ROUTE, source, 0)?;
+        let n = ctx.large().unwrap_or(4);
         let payload = if ctx.rank() == source {
-            values(source, 4)
+            values(source, n)
         } else {
-            vec![0.0; 4]
+            vec![0.0; n]
         };
-        let input = ctx.tensor(&payload, &[4])?;
+        let input = ctx.tensor(&payload, &[n])?;
         let input_probes = probes(ctx, &[&input])?;
-        let framed = frame(ROUTE, "commcheck.matrix", &[vec![4]], vec![input])?;
+        let framed = frame(ROUTE, "commcheck.matrix", &[vec![n]], vec![input])?;
         let submit =
             || Backend::<H>::send_receive(framed, std::borrow::Borrow::borrow(&route), executor);
         // The subject receives before its late sender submits. A backend
@@ -244,11 +282,9 @@ where
         let submission = submitted.map_err(|e| failed(ctx, Operation::SendReceive, e))?;
         let outputs: Vec<_> = submission.output.iter().collect();
         let output_probes = probes(ctx, &outputs)?;
-        let verify = verify_tensors(
-            Operation::SendReceive,
-            submission.output,
-            vec![values(source, 4)],
-        );
+        let verify = verify_tensors(Operation::SendReceive, submission.output, move || {
+            vec![values(source, n)]
+        });
         // The route endpoint must outlive nothing: the completion retains it (RET-3).
         drop(route);
         Ok(Submitted {

@@ -86,7 +86,17 @@ impl<H: Harness> Submitted<H> {
 // Standard submissions. Inputs come from (rank, index) so results are exact.
 
 pub(crate) fn values(rank: usize, len: usize) -> Vec<f32> {
-    (0..len).map(|i| (rank * 16 + i + 1) as f32).collect()
+    let mut out = Vec::with_capacity(len);
+    extend_values(&mut out, rank, 0..len);
+    out
+}
+
+/// Appends elements `indices` of rank `rank`'s [`values`] to `out` (exact
+/// in `f32` below 2^24, far past any size the matrix submits).
+pub(crate) fn extend_values(out: &mut Vec<f32>, rank: usize, indices: std::ops::Range<usize>) {
+    // Through i32, which converts to f32 in one vector instruction.
+    let first = rank * 16 + 1;
+    out.extend(indices.map(|i| (first + i) as i32 as f32));
 }
 
 /// Probes on `tensors` when the harness provides the probe (none otherwise);
@@ -109,9 +119,12 @@ pub(crate) fn probes<H: Harness>(
 pub(crate) fn verify_tensors<H: Harness>(
     operation: Operation,
     outputs: Vec<crate::harness::Tensor<H>>,
-    expected: Vec<Vec<f32>>,
+    expected: impl FnOnce() -> Vec<Vec<f32>> + 'static,
 ) -> Verify<H> {
+    // The expected values are made only where the outputs are checked (the
+    // subject), not on every late peer.
     Box::new(move |ctx: &RankCtx<'_, H>| {
+        let expected = expected();
         for (index, (output, expected)) in outputs.iter().zip(&expected).enumerate() {
             let got = ctx.read(output).map_err(|finding| {
                 let message = format!(
@@ -127,14 +140,42 @@ pub(crate) fn verify_tensors<H: Harness>(
                     ctx,
                     operation,
                     format!(
-                        "{operation} on rank {}: output {index} is {got:?}, expected {expected:?}",
-                        ctx.rank()
+                        "{operation} on rank {}: output {index} {}",
+                        ctx.rank(),
+                        differs(&got, expected)
                     ),
                 );
             }
         }
         Ok(())
     })
+}
+
+/// How `got` differs from `expected`, for a message: both in full when they
+/// are short, else their lengths and the first element that differs.
+pub(crate) fn differs(got: &[f32], expected: &[f32]) -> String {
+    const SHORT: usize = 16;
+    if got.len() <= SHORT && expected.len() <= SHORT {
+        return format!("is {got:?}, expected {expected:?}");
+    }
+    let first = got
+        .iter()
+        .zip(expected)
+        .position(|(g, e)| g.to_bits() != e.to_bits() && !(g.is_nan() && e.is_nan()));
+    match first {
+        Some(at) => format!(
+            "of {} elements (expected {}) first differs at element {at}: {:?}, expected {:?}",
+            got.len(),
+            expected.len(),
+            got[at],
+            expected[at]
+        ),
+        None => format!(
+            "has {} elements, expected {} (the common part matches)",
+            got.len(),
+            expected.len()
+        ),
+    }
 }
 
 /// Records a wrong output value of `operation` against its value invariant.
@@ -221,7 +262,7 @@ pub(super) fn one_to_one<H: Harness>(
     ctx: &RankCtx<'_, H>,
     operation: Operation,
     input: crate::harness::Tensor<H>,
-    expected: Vec<f32>,
+    expected: impl FnOnce() -> Vec<f32> + 'static,
     submit: impl FnOnce(
         crate::harness::Tensor<H>,
     ) -> Result<
@@ -240,7 +281,7 @@ pub(super) fn one_to_one<H: Harness>(
         verify: Some(verify_tensors(
             operation,
             vec![submission.output],
-            vec![expected],
+            move || vec![expected()],
         )),
         lazy: None,
         watch: None,

@@ -73,7 +73,7 @@ fn one_to_one<H: Harness>(
         verify: Some(matrix::verify_tensors(
             operation,
             vec![submission.output],
-            vec![expected],
+            move || vec![expected],
         )),
         lazy: None,
         watch: None,
@@ -314,7 +314,7 @@ where
                 .collect();
             // The completion retains the route (RET-3).
             drop(route);
-            matrix::verify_tensors(Operation::SendReceive, submission.output, expected)
+            matrix::verify_tensors(Operation::SendReceive, submission.output, move || expected)
         }
     };
     Ok(Submitted {

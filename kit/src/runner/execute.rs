@@ -75,28 +75,41 @@ fn attempt<H: Harness>(
             }
         }
     };
-    let world = |ranks: usize| -> WorldEnd {
+    let world_at = |ranks: usize, large: Option<usize>| -> WorldEnd {
+        let run = Run {
+            journal: Arc::clone(&run.journal),
+            attempt: run.attempt,
+            large,
+        };
         match worlds {
             Worlds::AtOnce(world) | Worlds::InTurn(world) => {
-                world(ranks, seed, limit, Arc::clone(&script), run)
+                world(ranks, seed, limit, Arc::clone(&script), &run)
             }
         }
     };
+    // Each size at the standard submissions, then (a fresh world) past the
+    // harness's protocol boundaries where the case has such a regime.
+    let regimes = std::iter::once(None).chain(case.large.as_ref().map(|l| Some(l.elements)));
+    let regimes: Vec<Option<usize>> = regimes.collect();
+    let runs: Vec<(usize, Option<usize>)> = case
+        .worlds
+        .iter()
+        .flat_map(|&ranks| regimes.iter().map(move |&large| (ranks, large)))
+        .collect();
     let mut ends: Vec<Option<WorldEnd>> = match worlds {
-        Worlds::AtOnce(_) if case.worlds.len() > 1 => std::thread::scope(|scope| {
-            let running: Vec<_> = case
-                .worlds
+        Worlds::AtOnce(_) if runs.len() > 1 => std::thread::scope(|scope| {
+            let running: Vec<_> = runs
                 .iter()
-                .map(|&ranks| {
+                .map(|&(ranks, large)| {
                     std::thread::Builder::new()
                         .name("commcheck-case-world".into())
-                        .spawn_scoped(scope, move || world(ranks))
+                        .spawn_scoped(scope, move || world_at(ranks, large))
                 })
                 .collect();
             running
                 .into_iter()
-                .zip(&case.worlds)
-                .map(|(spawned, &ranks)| match spawned {
+                .zip(&runs)
+                .map(|(spawned, &(ranks, large))| match spawned {
                     Ok(thread) => thread.join().unwrap_or_else(|payload| WorldEnd::Crashed {
                         rank: 0,
                         message: format!(
@@ -105,21 +118,24 @@ fn attempt<H: Harness>(
                         ),
                     }),
                     // No thread to run it on: run it here, after the others.
-                    Err(_) => world(ranks),
+                    Err(_) => world_at(ranks, large),
                 })
                 .map(Some)
                 .collect()
         }),
-        _ => case.worlds.iter().map(|_| None).collect(),
+        _ => runs.iter().map(|_| None).collect(),
     };
+    // The verdict is that of the first run (in order) that does not pass.
     let mut ran = Vec::new();
-    for (&ranks, end) in case.worlds.iter().zip(&mut ends) {
-        ran.push(ranks);
-        let end = end.take().unwrap_or_else(|| world(ranks));
+    for (&(ranks, large), end) in runs.iter().zip(&mut ends) {
+        if large.is_none() {
+            ran.push(ranks);
+        }
+        let end = end.take().unwrap_or_else(|| world_at(ranks, large));
         // A blocked call has not returned, and an overrun world's ranks
         // are still running: neither is retried beside them.
         let blocked = matches!(end, WorldEnd::Blocked { .. } | WorldEnd::Overran { .. });
-        let (verdict, message) = classify(case, ranks, end, limit, run);
+        let (verdict, message) = classify(case, (ranks, large), end, limit, run);
         if verdict != Verdict::Pass {
             return Attempt {
                 verdict,
@@ -137,18 +153,26 @@ fn attempt<H: Harness>(
     }
 }
 
-/// The verdict of one world run.
+/// The verdict of one world run, of `ranks` ranks, at the standard
+/// submissions or (`large`) past the harness's protocol boundaries.
 fn classify<H: Harness>(
     case: &Case<H>,
-    ranks: usize,
+    (ranks, large): (usize, Option<usize>),
     end: WorldEnd,
     limit: Duration,
     run: &Run,
 ) -> (Verdict, Option<String>) {
-    let world = if case.worlds.len() > 1 {
-        format!(" (world of {ranks})")
-    } else {
+    let mut parts = Vec::new();
+    if case.worlds.len() > 1 {
+        parts.push(format!("world of {ranks}"));
+    }
+    if let (Some(elements), Some(regime)) = (large, case.large.as_ref()) {
+        parts.push(format!("{elements} elements per rank, {}", regime.why));
+    }
+    let world = if parts.is_empty() {
         String::new()
+    } else {
+        format!(" ({})", parts.join("; "))
     };
     let id = case.invariant.id;
     match end {

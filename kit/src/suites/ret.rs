@@ -541,18 +541,33 @@ fn everything_is_released_after_completion<H: Harness>(
         }
         None => return Ok(()),
     }
-    // Healthy work that failed once released (no fault was injected) says
-    // nothing about RET-7: some other obligation broke first.
+    // Healthy work that failed once released (no fault was injected), or
+    // that never ended, says nothing about RET-7 (resources released after
+    // completion): some other obligation broke first.
     if let Some(observer) = &watch {
         eventually(slack::RELEASE, || observer.state().is_terminal());
-        if observer.state() == crate::harness::WorkState::Failed {
+        let ended = match observer.state() {
+            crate::harness::WorkState::Failed => "failed once released",
+            crate::harness::WorkState::Live => "had not ended once released",
+            _ => "",
+        };
+        if !ended.is_empty() {
             return Err(crate::check::setup(format!(
-                "{}: the quarantined healthy work failed once released, so its release cannot be checked",
-                driver.subject
+                "{}: the quarantined healthy work {ended} (observer, after {:?}), so its release cannot be checked",
+                driver.subject,
+                slack::RELEASE
             )));
         }
     }
-    released(ctx, &probes, driver.subject, "quarantine release")
+    let seen = watch.as_ref().map_or(String::new(), |observer| {
+        format!(" (the observer then said {:?})", observer.state())
+    });
+    released(
+        ctx,
+        &probes,
+        driver.subject,
+        &format!("quarantine release{seen}"),
+    )
 }
 
 /// Checks that probes go dead and the ledger drains.

@@ -404,6 +404,30 @@ pub(crate) fn largest_count(dtype: Dtype, boundaries: &[usize]) -> usize {
     SWEEP_FLOOR.max(2 * largest) / dtype.size() + 3
 }
 
+/// The size past the harness's protocol boundaries, in `f32` elements per
+/// rank, and which boundary it passes (for messages): just past the largest
+/// boundary the harness names, or the sweep's largest message where it names
+/// none; `None` when the harness's message limit is below it. The completion
+/// matrix's second regime (`crate::case::Large`) and SUM-2's large members.
+pub(crate) fn past_boundaries<H: crate::harness::Harness>(harness: &H) -> Option<(usize, String)> {
+    let size = Dtype::F32.size();
+    let boundaries = harness.boundaries(Dtype::F32);
+    let (elements, why) = match boundaries.iter().max() {
+        Some(&largest) => (
+            largest / size + 1,
+            format!("just past the largest protocol boundary the harness names ({largest} bytes)"),
+        ),
+        None => (
+            largest_count(Dtype::F32, &[]),
+            "the size sweep's largest message (the harness names no protocol boundary)".to_owned(),
+        ),
+    };
+    let fits = harness
+        .max_message_bytes()
+        .is_none_or(|limit| elements * size <= limit);
+    fits.then_some((elements, why))
+}
+
 /// [`sweep`] for a world of `world` members: empty outside
 /// [`SWEEP_WORLDS`], and without the largest count outside [`LARGEST_WORLD`].
 pub(crate) fn sweep_for_world(

@@ -59,7 +59,12 @@ pub(crate) fn values(seed: u64, step: u64, rank: usize, len: usize) -> Vec<f32> 
 /// then repeated (quick for the size sweep's long tensors, even unoptimised).
 pub(crate) fn periodic(len: usize, period: usize, at: impl Fn(usize) -> f32) -> Vec<f32> {
     let once: Vec<f32> = (0..len.min(period)).map(at).collect();
-    once.iter().copied().cycle().take(len).collect()
+    let mut out = Vec::with_capacity(len);
+    while !once.is_empty() && out.len() < len {
+        let take = once.len().min(len - out.len());
+        out.extend_from_slice(&once[..take]);
+    }
+    out
 }
 
 /// Seed path component for the late member's choice.

@@ -43,8 +43,43 @@ const SIZES: &[usize] = &[1, 2, 3, 4, 8];
 /// SUM-1 shapes: plain, 2-D, a scalar, empty ones, a single element, 3-D.
 const SHAPES: &[&[usize]] = &[&[4], &[2, 3], &[], &[0], &[1], &[3, 0, 2], &[2, 3, 4]];
 
-/// The SUM-2 wave: one reduction per shape, in submission order.
+/// The SUM-2 wave: one reduction per shape, in submission order, with
+/// [`LARGE_IN_WAVE`] large ones between them.
 const WAVE: &[&[usize]] = &[&[3], &[2, 2], &[0], &[1], &[2, 1, 2], &[]];
+
+/// Reductions of the SUM-2 wave past the harness's protocol boundaries
+/// (`scenario::past_boundaries`), one after each of the first small ones:
+/// more large operations in flight at once than a backend that limits them
+/// (and hands a credit back only when a completion is observed) may allow,
+/// so that a wait order it does not expect deadlocks.
+const LARGE_IN_WAVE: usize = 4;
+
+/// The wave's shapes: [`WAVE`] with [`LARGE_IN_WAVE`] 1-D reductions of
+/// `large` elements interleaved, when there is such a size.
+fn wave(large: Option<usize>) -> Vec<Vec<usize>> {
+    let mut shapes = Vec::new();
+    for (index, shape) in WAVE.iter().enumerate() {
+        shapes.push(shape.to_vec());
+        if let Some(large) = large.filter(|_| index < LARGE_IN_WAVE) {
+            shapes.push(vec![large]);
+        }
+    }
+    shapes
+}
+
+/// The order in which rank `rank` waits for a wave of `len`: submission
+/// order, reverse, or interleaved (the even indices, then the odd ones), by
+/// rank, so that every world of two ranks or more mixes orders.
+fn wait_order(rank: usize, len: usize) -> (Vec<usize>, &'static str) {
+    match rank % 3 {
+        0 => ((0..len).collect(), "submission order"),
+        1 => ((0..len).rev().collect(), "reverse order"),
+        _ => (
+            (0..len).step_by(2).chain((1..len).step_by(2)).collect(),
+            "interleaved order",
+        ),
+    }
+}
 
 /// How long the whole SUM-2 wave may take once every member submitted it:
 /// half of [`slack::RELEASE`], still thousands of times what six reductions
@@ -193,11 +228,17 @@ where
 {
     run(ctx, || {
         let (seed, size, rank) = (ctx.seed(), ctx.size(), ctx.rank());
+        // Large members on the size sweep's worlds (two ranks, and three,
+        // where every wait order appears), as the sweep's sizes.
+        let large = super::scenario::past_boundaries(ctx.harness())
+            .map(|(elements, _)| elements)
+            .filter(|_| super::scenario::SWEEP_WORLDS.contains(&size));
+        let shapes = wave(large);
         let mut kept = Vec::new();
         let mut outputs = Vec::new();
         let mut completions = Vec::new();
-        for (index, step) in (0..WAVE.len()).zip(200u64..) {
-            let shape = WAVE[index];
+        for (index, step) in (0..shapes.len()).zip(200u64..) {
+            let shape = &shapes[index];
             let input = ctx.tensor(&values(seed, step, rank, shape.iter().product()), shape)?;
             kept.push(input.clone());
             let submission = Backend::<H>::all_reduce_sum(input, ctx.group(), ctx.executor())
@@ -205,17 +246,13 @@ where
                     Finding::Violation(format!(
                         "all_reduce_sum wave on rank {rank} of {size}: submitting reduction \
                          {index} of {} failed: {e}",
-                        WAVE.len()
+                        shapes.len()
                     ))
                 })?;
             outputs.push(submission.output);
             completions.push(Owned::new(submission.completion));
         }
-        let order: Vec<usize> = if rank == 0 {
-            (0..WAVE.len()).collect()
-        } else {
-            (0..WAVE.len()).rev().collect()
-        };
+        let (order, named) = wait_order(rank, shapes.len());
         settle_all(
             ctx,
             "sum-2/wave-submitted",
@@ -226,15 +263,15 @@ where
                 format!(
                     "all_reduce_sum wave of {} on rank {rank} of {size}, every member having \
                  submitted the whole wave before waiting: reduction {index} (shape {:?}), this \
-                 rank waiting in the order {order:?} (rank 0 waits in submission order, the \
-                 others in reverse; a wave must complete whatever the wait order)",
-                    WAVE.len(),
-                    WAVE[index],
+                 rank waiting in {named} {order:?} (ranks wait in submission, reverse and \
+                 interleaved order by rank; a wave must complete whatever the wait order)",
+                    shapes.len(),
+                    shapes[index],
                 )
             },
         )?;
-        for ((index, step), output) in (0..WAVE.len()).zip(200u64..).zip(&outputs) {
-            let shape = WAVE[index];
+        for ((index, step), output) in (0..shapes.len()).zip(200u64..).zip(&outputs) {
+            let shape = &shapes[index];
             let inputs: Vec<Vec<f32>> = (0..size)
                 .map(|member| values(seed, step, member, shape.iter().product()))
                 .collect();

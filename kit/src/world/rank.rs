@@ -64,6 +64,8 @@ pub struct RankCtx<'w, H: Harness> {
     pub(super) journal: &'w Journal,
     pub(super) seed: u64,
     pub(super) attempt: u32,
+    /// See [`RankCtx::large`].
+    pub(super) large: Option<usize>,
     /// Late-peer rounds this rank has started (see `matrix::Pending`).
     pub(crate) rounds: std::cell::Cell<usize>,
     /// Whether a bounded wait earlier in the case left this rank's
@@ -98,6 +100,7 @@ impl<'w, H: Harness> RankCtx<'w, H> {
             journal,
             seed: 0,
             attempt: 0,
+            large: None,
             rounds: std::cell::Cell::new(0),
             fenced: std::cell::Cell::new(false),
             dtype: std::cell::Cell::new(Dtype::F32),
@@ -107,6 +110,15 @@ impl<'w, H: Harness> RankCtx<'w, H> {
     /// This rank's index.
     pub fn rank(&self) -> usize {
         self.index
+    }
+
+    /// The elements each rank contributes to the completion matrix's
+    /// operation submissions in this world when the case runs them past
+    /// the largest protocol boundary the harness names (where a backend
+    /// switches from an eager to a rendezvous or chunked path); `None` for
+    /// their standard sizes of a few elements.
+    pub(crate) fn large(&self) -> Option<usize> {
+        self.large
     }
 
     /// Number of ranks in the world.

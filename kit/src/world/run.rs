@@ -75,6 +75,7 @@ pub(crate) fn run_ranks<H: Harness>(
         let watches = watches.clone();
         let journal = Arc::clone(&run.journal);
         let attempt = run.attempt;
+        let large = run.large;
         let signals = Arc::clone(&world.signals);
         move || {
             let built = catch_unwind(AssertUnwindSafe(|| harness.world(ranks)));
@@ -149,6 +150,7 @@ pub(crate) fn run_ranks<H: Harness>(
                                     journal: &journal,
                                     seed,
                                     attempt,
+                                    large,
                                     rounds: std::cell::Cell::new(0),
                                     fenced: std::cell::Cell::new(false),
                                     dtype: std::cell::Cell::new(Dtype::F32),
@@ -242,6 +244,11 @@ pub(crate) struct Run {
     pub(crate) journal: Arc<Journal>,
     /// Which attempt this is (0 first).
     pub(crate) attempt: u32,
+    /// The elements per rank of the completion matrix's submissions in this
+    /// world, when it runs them past the harness's protocol boundaries
+    /// ([`RankCtx::large`](super::RankCtx::large)); `None`: their standard
+    /// sizes.
+    pub(crate) large: Option<usize>,
 }
 
 impl Run {

@@ -44,6 +44,7 @@ const SCENARIOS: &[(Defect, Scenario)] = &[
     (Defect::LocalWorkDropsInputs, local_work_drops_inputs),
     (Defect::ExecutorNotRetained, executor_not_retained),
     (Defect::CollectiveDropsResources, collective_drops_resources),
+    (Defect::LargeInputNotRetained, large_input_not_retained),
     (Defect::DropReleasesPending, drop_releases_pending),
     (Defect::OutputNotRetained, output_not_retained),
     (Defect::RetainDropsEarly, retain_drops_early),

@@ -48,6 +48,24 @@ pub(crate) fn collective_drops_resources(d: &CpuDevice) -> bool {
     dropped
 }
 
+/// A small input is retained, a large one (of `PARALLEL_FROM` elements) is
+/// not: the misbehaviour is the large input freed while its work is held.
+pub(crate) fn large_input_not_retained(d: &CpuDevice) -> bool {
+    let e = d.executor();
+    let group = single(d);
+    let retained = |len: usize| {
+        let t = tensor(d, &vec![1.0; len], &[i32::try_from(len).unwrap()]);
+        let id = t.storage_id();
+        let hold = e.hold();
+        let sub = CpuBackend::all_reduce_sum(t, &group, &e).unwrap();
+        let live = d.storage_live(id);
+        drop(hold);
+        let _ = finish(sub.completion);
+        live
+    };
+    retained(4) && !retained(commcheck_cpu::PARALLEL_FROM)
+}
+
 pub(crate) fn drop_releases_pending(d: &CpuDevice) -> bool {
     let e = d.executor();
     let t = tensor(d, &[1.0], &[1]);

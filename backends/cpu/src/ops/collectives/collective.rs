@@ -100,6 +100,10 @@ impl Collective {
             Dispatch::Queue
         };
         let retain_inputs = !device.has(Defect::CollectiveDropsResources);
+        let large = input
+            .as_ref()
+            .is_some_and(|tensor| tensor.len() >= super::PARALLEL_FROM);
+        let retain_input = retain_inputs && !(large && device.has(Defect::LargeInputNotRetained));
         let retain_output = !device.has(Defect::OutputNotRetained);
         let element = input.as_ref().map_or(Element::F32, CpuTensor::element);
         let output =
@@ -107,7 +111,7 @@ impl Collective {
         let held = Held {
             input: input
                 .as_ref()
-                .filter(|_| retain_inputs)
+                .filter(|_| retain_input)
                 .map(|tensor| Arc::clone(tensor.storage())),
             output: output
                 .as_ref()
