@@ -81,6 +81,11 @@ pub const OVERLAPS: &[(Defect, &str, &str)] = &[
         "P2P-2: a header mismatch \"never yields success; the failure is sticky (EXC-6)\"",
     ),
     (
+        Defect::SubmissionClearsError,
+        "P2P-2",
+        "P2P-2: a header mismatch \"never yields success; the failure is sticky (EXC-6)\"",
+    ),
+    (
         Defect::ErrorReleases,
         "CAN-7",
         "EXC-7: after Err resources used by native work stay alive = CAN-7: \"no error path frees live resources\"",

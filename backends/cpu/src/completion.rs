@@ -52,6 +52,9 @@ pub struct CpuCompletion {
     fenced_group: Option<Arc<GroupMember>>,
     reported_true: Cell<bool>,
     reported_error: Cell<bool>,
+    /// The device's submission count when this handle first reported an
+    /// error (the `SubmissionClearsError` defect).
+    error_reported_at: Cell<Option<u64>>,
     stale_query_served: Cell<bool>,
 }
 
@@ -66,6 +69,7 @@ impl Clone for CpuCompletion {
             fenced_group: self.fenced_group.clone(),
             reported_true: self.reported_true.clone(),
             reported_error: self.reported_error.clone(),
+            error_reported_at: self.error_reported_at.clone(),
             stale_query_served: self.stale_query_served.clone(),
         }
     }
@@ -141,6 +145,7 @@ impl CpuCompletion {
             fenced_group: None,
             reported_true: Cell::new(false),
             reported_error: Cell::new(false),
+            error_reported_at: Cell::new(None),
             stale_query_served: Cell::new(false),
         }
     }
@@ -207,6 +212,14 @@ impl CpuCompletion {
     fn report_error(&self, error: CpuError) -> Result<(), CpuError> {
         if self.has(Defect::NonStickyError) && self.reported_error.replace(true) {
             return Ok(());
+        }
+        if self.has(Defect::SubmissionClearsError) {
+            let now = self.device.submissions();
+            match self.error_reported_at.get() {
+                Some(at) if now > at => return Ok(()),
+                Some(_) => {}
+                None => self.error_reported_at.set(Some(now)),
+            }
         }
         Err(error)
     }

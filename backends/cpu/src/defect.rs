@@ -69,6 +69,9 @@ defects! {
     StaleCompletionQuery => "EXC-5", "the first is_complete after completion reports Ok(false)";
     /// An error is reported once, then success.
     NonStickyError => "EXC-6", "an error is reported once and then replaced by success";
+    /// A reported error is forgotten once new work is submitted on the
+    /// device (success is reported from then on).
+    SubmissionClearsError => "EXC-6", "a reported error is replaced by success once new work is submitted on the device";
     /// Publishing an error releases the retained resources while work is live.
     ErrorReleases => "EXC-7", "an asynchronous error releases retained resources while work is live";
     /// `resources_releasable` says `true` once an error or cancellation request exists.

@@ -25,6 +25,9 @@ struct DeviceShared {
     /// Element types communication refuses (none by default).
     refused: Vec<Element>,
     next_id: AtomicU64,
+    /// Work submitted on the device so far (the `SubmissionClearsError`
+    /// defect reads it).
+    submissions: AtomicU64,
     quarantine: Mutex<Vec<Arc<Core>>>,
     leaked: Mutex<Vec<Retained>>,
     groups: Mutex<HashMap<String, Weak<GroupShared>>>,
@@ -109,6 +112,7 @@ impl CpuDevice {
                 personality: Personality::Lazy,
                 refused: Vec::new(),
                 next_id: AtomicU64::new(1),
+                submissions: AtomicU64::new(0),
                 quarantine: Mutex::new(Vec::new()),
                 leaked: Mutex::new(Vec::new()),
                 groups: Mutex::new(HashMap::new()),
@@ -367,6 +371,16 @@ impl CpuDevice {
 
     pub(crate) fn has(&self, defect: Defect) -> bool {
         self.shared.defect == Some(defect)
+    }
+
+    /// Counts one submission of work on the device; returns the count so far.
+    pub(crate) fn submitted(&self) -> u64 {
+        self.shared.submissions.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    /// Work submitted on the device so far.
+    pub(crate) fn submissions(&self) -> u64 {
+        self.shared.submissions.load(Ordering::Relaxed)
     }
 
     pub(crate) fn next_id(&self) -> u64 {

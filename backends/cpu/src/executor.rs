@@ -194,6 +194,7 @@ impl CpuExecutor {
             retained.push(Box::new(Arc::clone(&self.shared)));
         }
         let core = Arc::new(Core::new(retained));
+        device.submitted();
         device.ledger_ref().up(Kind::Pending);
         let item = WorkItem::new(
             Arc::clone(&core),

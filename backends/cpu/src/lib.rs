@@ -57,6 +57,7 @@
 //! | `WaitForDevice` | EXC-4 | `wait` waits for all work on the device |
 //! | `StaleCompletionQuery` | EXC-5 | the first `is_complete` after completion says false |
 //! | `NonStickyError` | EXC-6 | an error is reported once, then success |
+//! | `SubmissionClearsError` | EXC-6 | a reported error is replaced by success once new work is submitted on the device |
 //! | `ErrorReleases` | EXC-7 | an asynchronous error releases live resources |
 //! | `ReleasableEarly` | EXC-8 | `resources_releasable` is true after an error or cancel request, while work is live |
 //! | `ReleasableRunsDestructors` | EXC-8 | `resources_releasable` drops retained values inside the call |

@@ -12,7 +12,7 @@ use eredu_core::{BoundedCompletion, CompletionCancellationMode, Submission};
 use eredu_runtime::backend::SubmissionBackend;
 
 use crate::check::{slack, Check, Finding};
-use crate::harness::{Backend, CommCompletion, Harness, OwnedExecutor, Probe};
+use crate::harness::{Backend, CommCompletion, Executor, Harness, OwnedExecutor, Probe};
 use crate::matrix::{wait_within, Handle, Pending, Subject, Submitted};
 use crate::world::RankCtx;
 
@@ -213,6 +213,23 @@ pub(crate) fn fork_one_lane<H: Harness>(ctx: &RankCtx<'_, H>) -> Result<OwnedExe
     lanes
         .pop()
         .ok_or_else(|| crate::check::setup("fork_executors(1) returned no executor (see SUB-1)"))
+}
+
+/// Submits plain work of one value on each of `lanes` (a submission may be
+/// refused on a lane whose work failed: nothing is asked of it), for a check
+/// that re-observes an error after the rank submitted new work.
+pub(crate) fn new_work<H: Harness>(
+    ctx: &RankCtx<'_, H>,
+    lanes: &[&Executor<H>],
+) -> Result<Vec<crate::harness::PlainCompletion<H>>, Finding> {
+    let mut completions = Vec::new();
+    for lane in lanes {
+        let value = ctx.tensor(&[1.0], &[1])?;
+        if let Ok(completion) = Backend::<H>::submit(lane, [&value]) {
+            completions.push(completion);
+        }
+    }
+    Ok(completions)
 }
 
 /// `supports_cancellation` of the backend's communication completion.

@@ -81,6 +81,24 @@ pub(crate) fn non_sticky_error(d: &CpuDevice) -> bool {
     later.iter().any(|&ok| ok) || bounded
 }
 
+/// The error is sticky while nothing else is submitted, and turns into
+/// success once new work is.
+pub(crate) fn submission_clears_error(d: &CpuDevice) -> bool {
+    let e = d.executor();
+    e.inject_fault();
+    let c = CpuBackend::submit(&e, []).unwrap();
+    let sticky = c.wait().is_err() && c.wait().is_err();
+    let other = CpuBackend::submit(&d.executor(), []).unwrap();
+    other.wait().unwrap();
+    let later = c.wait().is_ok() || c.is_complete().is_ok();
+    let _ = finish(c);
+    assert!(
+        sticky,
+        "the injected fault was not reported twice before new work"
+    );
+    later
+}
+
 pub(crate) fn error_releases(d: &CpuDevice) -> bool {
     let e = d.executor();
     let hold = e.hold();

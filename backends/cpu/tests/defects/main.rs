@@ -56,6 +56,7 @@ const SCENARIOS: &[(Defect, Scenario)] = &[
     (Defect::WaitForDevice, wait_for_device),
     (Defect::StaleCompletionQuery, stale_completion_query),
     (Defect::NonStickyError, non_sticky_error),
+    (Defect::SubmissionClearsError, submission_clears_error),
     (Defect::ErrorReleases, error_releases),
     (Defect::ReleasableEarly, releasable_early),
     (

@@ -4,24 +4,44 @@
 
 use super::shared::{supported_policy, Faulted, REPEAT};
 use crate::check::{ensure, Check, Finding};
-use crate::harness::{Harness, Probe, WorkState};
+use crate::harness::{Executor, Harness, Probe, WorkState};
 use crate::matrix::{Driver, Handle, Subject};
-use crate::suites::common::{fork_one_lane, settle, take_completion, take_probes};
+use crate::suites::common::{fork_one_lane, new_work, settle, take_completion, take_probes};
 use crate::world::RankCtx;
 
 /// EXC-6: once an injected fault was reported, every later `is_complete`,
 /// `wait` and `wait_bounded` reports an error: while the work is still live,
-/// and after it ended.
+/// and after it ended; also after the rank submitted new work (on another
+/// lane while the faulted work is held, then on its own lane and another),
+/// which a backend keeping error state where new work can disturb it gets
+/// wrong.
 pub(super) fn errors_are_sticky<H: Harness>(ctx: &RankCtx<'_, H>, driver: Driver<H>) -> Check {
     let subject = driver.subject;
     let mut faulted = Faulted::submit(ctx, driver, ctx.executor())?;
+    // Another lane where the backend can fork one (SUB-1 is about those that
+    // cannot); the rank's own lane otherwise.
+    let forked = fork_one_lane(ctx).ok();
+    let other: &Executor<H> = match &forked {
+        Some(lane) => std::borrow::Borrow::borrow(lane),
+        None => ctx.executor(),
+    };
     let held_error = faulted.error_while_held(subject)?;
+    let mut newer = Vec::new();
     if let Some(first) = &held_error {
         still_errors(
             faulted.completion(),
             subject,
             first,
             "while the faulted work was still held",
+        )?;
+        if forked.is_some() {
+            newer.extend(new_work(ctx, &[other])?);
+        }
+        still_errors(
+            faulted.completion(),
+            subject,
+            first,
+            "while the faulted work was still held, after the rank submitted new work on another lane",
         )?;
     }
     faulted.release_and_finish(subject)?;
@@ -37,6 +57,15 @@ pub(super) fn errors_are_sticky<H: Harness>(ctx: &RankCtx<'_, H>, driver: Driver
         )));
     }
     still_errors(completion, subject, &first, "after wait() reported it")?;
+    newer.extend(new_work(ctx, &[ctx.executor(), other])?);
+    still_errors(
+        completion,
+        subject,
+        &first,
+        "after the rank submitted new work on the faulted work's lane and on another",
+    )?;
+    // The new work is dropped unwaited, as the runtime drops completions.
+    drop(newer);
     if !completion.is_bounded() {
         return Ok(());
     }

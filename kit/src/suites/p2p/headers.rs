@@ -267,6 +267,18 @@ pub(super) fn error_is_sticky<H: Harness>(
             "{what}: after wait reported the header mismatch again, is_complete returned Ok (the error must be sticky)"
         )));
     }
+    // Again after the rank submitted new work, on its own lane and on
+    // another where the backend forks one (dropped unwaited).
+    let forked = crate::suites::common::fork_one_lane(ctx).ok();
+    let mut lanes = vec![ctx.executor()];
+    lanes.extend(forked.as_ref().map(std::borrow::Borrow::borrow));
+    let newer = crate::suites::common::new_work(ctx, &lanes)?;
+    if completion.is_complete().is_ok() {
+        return Err(Finding::Violation(format!(
+            "{what}: after the rank submitted new work, is_complete returned Ok (the error must be sticky)"
+        )));
+    }
+    drop(newer);
     let mode = if supported::<H>(CompletionCancellationMode::QuarantineUntilComplete) {
         CompletionCancellationMode::QuarantineUntilComplete
     } else {

@@ -21,6 +21,11 @@ use crate::group::{CpuGroup, GroupMember};
 use crate::tensor::{CpuTensor, Element, Storage, Values};
 use crate::work::{Abort, Work, WorkCtx};
 
+/// Outputs of at least this many elements are summed by two threads, each
+/// taking half: a second boundary of the data path (and where the
+/// `LargeInputNotRetained` defect's collectives stop retaining their input).
+pub const PARALLEL_FROM: usize = 1 << 18;
+
 /// Computes one member's output from every contribution (member order) and its own index.
 pub(super) type Combine =
     Box<dyn FnOnce(&[Contribution], usize) -> Result<Values, CpuError> + Send>;
@@ -102,7 +107,7 @@ impl Collective {
         let retain_inputs = !device.has(Defect::CollectiveDropsResources);
         let large = input
             .as_ref()
-            .is_some_and(|tensor| tensor.len() >= super::PARALLEL_FROM);
+            .is_some_and(|tensor| tensor.len() >= PARALLEL_FROM);
         let retain_input = retain_inputs && !(large && device.has(Defect::LargeInputNotRetained));
         let retain_output = !device.has(Defect::OutputNotRetained);
         let element = input.as_ref().map_or(Element::F32, CpuTensor::element);

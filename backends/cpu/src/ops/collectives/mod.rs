@@ -17,4 +17,5 @@ mod gather;
 mod sum;
 
 pub use agreement::CpuAgreement;
-pub use sum::{PARALLEL_FROM, SUM_BLOCK};
+pub use collective::PARALLEL_FROM;
+pub use sum::SUM_BLOCK;

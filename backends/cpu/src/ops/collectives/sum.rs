@@ -8,7 +8,7 @@ use std::sync::Arc;
 use eredu_core::Submission;
 use eredu_runtime::backend::SumReductionBackend;
 
-use super::collective::{same_shapes, submission, Collective};
+use super::collective::{same_shapes, submission, Collective, PARALLEL_FROM};
 use crate::completion::CpuCompletion;
 use crate::defect::Defect;
 use crate::error::CpuError;
@@ -54,10 +54,6 @@ pub(super) fn sum(members: &[Contribution], recycled: Option<Values>, kernel: Ke
 /// over every member while it is in cache. A boundary of the data path (the
 /// harness names it, so the kit's size sweep goes past it).
 pub const SUM_BLOCK: usize = 4096;
-
-/// Outputs of at least this many elements are summed by two threads, each
-/// taking half: a second boundary of the data path.
-pub const PARALLEL_FROM: usize = 1 << 18;
 
 /// How one sum is computed: its element type (the result is rounded to it
 /// once, block by block) and the planted defects of the kernel.
