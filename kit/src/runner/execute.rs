@@ -87,15 +87,14 @@ fn attempt<H: Harness>(
             }
         }
     };
-    // Each size at the standard submissions, then (a fresh world) past the
-    // harness's protocol boundaries where the case has such a regime.
-    let regimes = std::iter::once(None).chain(case.large.as_ref().map(|l| Some(l.elements)));
-    let regimes: Vec<Option<usize>> = regimes.collect();
-    let runs: Vec<(usize, Option<usize>)> = case
-        .worlds
-        .iter()
-        .flat_map(|&ranks| regimes.iter().map(move |&large| (ranks, large)))
-        .collect();
+    // Each size at the standard submissions, then once more (a fresh world
+    // of the first size) past the harness's protocol boundaries where the
+    // case has such a regime.
+    let mut runs: Vec<(usize, Option<usize>)> =
+        case.worlds.iter().map(|&ranks| (ranks, None)).collect();
+    if let (Some(&ranks), Some(large)) = (case.worlds.first(), case.large.as_ref()) {
+        runs.push((ranks, Some(large.elements)));
+    }
     let mut ends: Vec<Option<WorldEnd>> = match worlds {
         Worlds::AtOnce(_) if runs.len() > 1 => std::thread::scope(|scope| {
             let running: Vec<_> = runs
