@@ -146,11 +146,6 @@ pub const OVERLAPS: &[(Defect, &str, &str)] = &[
         "RET-3: dropping the handles right after submission must leave \"the result correct\"; BRD-1's rounds drop the input handle as the runtime does, so freed inputs leave no root value to deliver",
     ),
     (
-        Defect::LargeInputNotRetained,
-        "BRD-1",
-        "RET-3: dropping the handles right after submission must leave \"the result correct\"; BRD-1's rounds drop the input handle as the runtime does, so a freed large input leaves no root value to deliver",
-    ),
-    (
         Defect::LeakRetained,
         "CAN-5",
         "CAN-5: when NativeCancel returns, \"all may be freed at once\" (the kit reads it as: teardown has released them); a backend that never releases them breaks it",

@@ -43,10 +43,10 @@ defects! {
     ExecutorNotRetained => "RET-2", "completions do not retain the executor, so dropping it abandons queued work";
     /// Communication completions do not retain inputs, group or route.
     CollectiveDropsResources => "RET-3", "communication work keeps only weak references to inputs, group and route";
-    /// Collectives retain inputs of fewer than
+    /// Collectives other than `broadcast` retain inputs of fewer than
     /// [`PARALLEL_FROM`](crate::PARALLEL_FROM) elements only: a large
     /// input (the rendezvous side of a protocol switch) is held weakly.
-    LargeInputNotRetained => "RET-3", "a collective keeps only a weak reference to an input of at least PARALLEL_FROM elements";
+    LargeInputNotRetained => "RET-3", "a collective other than broadcast keeps only a weak reference to an input of at least PARALLEL_FROM elements";
     /// Dropping a pending completion releases what it retained.
     DropReleasesPending => "RET-4", "dropping a pending completion releases its retained resources";
     /// The completion does not retain the output storage.

@@ -45,7 +45,7 @@
 //! | `LocalWorkDropsInputs` | RET-1 | local work keeps only weak references to its inputs |
 //! | `ExecutorNotRetained` | RET-2 | dropping the executor abandons queued work |
 //! | `CollectiveDropsResources` | RET-3 | communication work keeps only weak references to inputs, group and route |
-//! | `LargeInputNotRetained` | RET-3 | a collective keeps only a weak reference to an input of at least `PARALLEL_FROM` elements |
+//! | `LargeInputNotRetained` | RET-3 | a collective other than `broadcast` keeps only a weak reference to an input of at least `PARALLEL_FROM` elements |
 //! | `DropReleasesPending` | RET-4 | dropping a pending completion releases its resources |
 //! | `OutputNotRetained` | RET-5 | communication work keeps only a weak reference to its output |
 //! | `RetainDropsEarly` | RET-6 | `retain_until_complete` drops the value at once |

@@ -105,9 +105,12 @@ impl Collective {
             Dispatch::Queue
         };
         let retain_inputs = !device.has(Defect::CollectiveDropsResources);
-        let large = input
-            .as_ref()
-            .is_some_and(|tensor| tensor.len() >= PARALLEL_FROM);
+        // Not broadcasts: a non-root's freed input can leave the broadcast
+        // never ending, a hang other checks would report first.
+        let large = operation != "broadcast"
+            && input
+                .as_ref()
+                .is_some_and(|tensor| tensor.len() >= PARALLEL_FROM);
         let retain_input = retain_inputs && !(large && device.has(Defect::LargeInputNotRetained));
         let retain_output = !device.has(Defect::OutputNotRetained);
         let element = input.as_ref().map_or(Element::F32, CpuTensor::element);
