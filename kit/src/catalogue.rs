@@ -13,7 +13,7 @@ use eredu_runtime::backend::{
     PointToPointBackend, SumReductionBackend, UnevenGatherBackend, VariableAllToAllBackend,
 };
 
-use crate::case::{Body, Case, Large, Row};
+use crate::case::{Body, Case, Row};
 use crate::harness::{Backend, ClaimVisitor, Claims, Harness, Instruments, WorldSizes};
 use crate::matrix::{self, Subject};
 use crate::operation::Operation;
@@ -158,8 +158,7 @@ pub(crate) fn catalogue_within<H: Harness>(harness: &H, processes: Option<usize>
         None => "in one process".to_owned(),
         Some(n) => format!("across the launcher's {n} process(es)"),
     };
-    let large =
-        suites::scenario::past_boundaries(harness).map(|(elements, why)| Large { elements, why });
+    let large = suites::scenario::past_boundaries(harness);
     let peer_fed = claims.feed().is_some() && sizes.contains(2);
     let local = matrix::local_pending(instruments, peer_fed);
     let mut drivers = vec![

@@ -546,12 +546,12 @@ fn everything_is_released_after_completion<H: Harness>(
     // completion): some other obligation broke first.
     if let Some(observer) = &watch {
         eventually(slack::RELEASE, || observer.state().is_terminal());
-        let ended = match observer.state() {
-            crate::harness::WorkState::Failed => "failed once released",
-            crate::harness::WorkState::Live => "had not ended once released",
-            _ => "",
+        let unchecked = match observer.state() {
+            crate::harness::WorkState::Failed => Some("failed once released"),
+            crate::harness::WorkState::Live => Some("had not ended once released"),
+            _ => None,
         };
-        if !ended.is_empty() {
+        if let Some(ended) = unchecked {
             return Err(crate::check::setup(format!(
                 "{}: the quarantined healthy work {ended} (observer, after {:?}), so its release cannot be checked",
                 driver.subject,

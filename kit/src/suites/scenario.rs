@@ -409,7 +409,9 @@ pub(crate) fn largest_count(dtype: Dtype, boundaries: &[usize]) -> usize {
 /// boundary the harness names, or the sweep's largest message where it names
 /// none; `None` when the harness's message limit is below it. The completion
 /// matrix's second regime (`crate::case::Large`) and SUM-2's large members.
-pub(crate) fn past_boundaries<H: crate::harness::Harness>(harness: &H) -> Option<(usize, String)> {
+pub(crate) fn past_boundaries<H: crate::harness::Harness>(
+    harness: &H,
+) -> Option<crate::case::Large> {
     let size = Dtype::F32.size();
     let boundaries = harness.boundaries(Dtype::F32);
     let (elements, why) = match boundaries.iter().max() {
@@ -425,7 +427,7 @@ pub(crate) fn past_boundaries<H: crate::harness::Harness>(harness: &H) -> Option
     let fits = harness
         .max_message_bytes()
         .is_none_or(|limit| elements * size <= limit);
-    fits.then_some((elements, why))
+    fits.then_some(crate::case::Large { elements, why })
 }
 
 /// [`sweep`] for a world of `world` members: empty outside

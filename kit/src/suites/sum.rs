@@ -231,7 +231,7 @@ where
         // Large members on the size sweep's worlds (two ranks, and three,
         // where every wait order appears), as the sweep's sizes.
         let large = super::scenario::past_boundaries(ctx.harness())
-            .map(|(elements, _)| elements)
+            .map(|large| large.elements)
             .filter(|_| super::scenario::SWEEP_WORLDS.contains(&size));
         let shapes = wave(large);
         let mut kept = Vec::new();
