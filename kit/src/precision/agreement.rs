@@ -26,7 +26,7 @@ pub(super) fn agreement_rows() -> Vec<MatrixRow> {
         .into_iter()
         .map(|(mutation, agree)| {
             let (mut cases, mut rejected) = (0, 0);
-            for n in WORLDS {
+            for &n in WORLDS {
                 let patterns = agr::patterns(n);
                 // The mutation arises where its answer differs from the
                 // right one; AGR-1's verifier refuses an answer that is not

@@ -31,7 +31,12 @@ type Steps = fn(u64, usize, Dtype, &[usize]) -> Vec<Scenario>;
 pub fn mutation_matrix() -> MutationMatrix {
     let mut rows = Vec::new();
     let sweep_of = |dtype: Dtype, size: usize| -> Vec<usize> {
-        let (counts, _) = crate::suites::scenario::sweep_for_world(dtype, &[], None, size);
+        let (counts, _) = crate::suites::scenario::sweep_for_world(
+            dtype,
+            &[],
+            None,
+            (size, WORLDS.iter().copied().max().unwrap_or(size)),
+        );
         counts.into_iter().map(|count| count.min(LARGEST)).collect()
     };
     let checks: [(&'static str, Steps, Catalogue); 6] = [

@@ -12,7 +12,7 @@ use super::output::{
     stale, transposed, zeros,
 };
 use super::sums::{sum_first_twice, sum_other_half_format, sum_without_last};
-use super::transfer::{bundle_reversed, bundle_rotated, placeholder_returned};
+use super::transfer::{bundle_by_size, bundle_reversed, bundle_rotated, placeholder_returned};
 use crate::suites::scenario::{Expected, Scenario};
 
 /// A wrong output for one member of a scenario: `None` where the mutation
@@ -106,6 +106,7 @@ pub(super) const BROADCAST: &[(&str, Mutate)] = &[
 pub(super) const TRANSFER: &[(&str, Mutate)] = &[
     ("bundle order reversed", bundle_reversed),
     ("bundle order rotated by one", bundle_rotated),
+    ("bundle placed by size (smallest first)", bundle_by_size),
     (
         "stale: the receiver's placeholder returned",
         placeholder_returned,

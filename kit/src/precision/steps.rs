@@ -8,7 +8,7 @@ use crate::suites::p2p;
 use crate::suites::scenario::{Scenario, Semantics};
 
 /// World sizes of the value checks.
-pub(super) const WORLDS: [usize; 5] = [1, 2, 3, 4, 8];
+pub(super) const WORLDS: &[usize] = crate::suites::scenario::VALUE_WORLDS;
 
 /// P2P-1's bundles as scenarios: member `i` holds value `i` of the bundle
 /// (as sent), the "root" names the value the receiver's output `i` should

@@ -1,5 +1,6 @@
 //! Mutations of point-to-point bundles (P2P-1): a value of the bundle in
-//! another's place, or the receiver's placeholder returned.
+//! another's place (by a fixed permutation, or sorted by size), or the
+//! receiver's placeholder returned.
 
 use super::output::fitted;
 use crate::suites::p2p;
@@ -40,6 +41,23 @@ pub(super) fn bundle_rotated(
     expected: &Expected,
 ) -> Option<Vec<f32>> {
     bundle_value(scenario, member, expected, 1)
+}
+
+/// A receiver that places the bundle's values by size (smallest first)
+/// instead of by position: value `i` is the `i`-th smallest.
+pub(super) fn bundle_by_size(
+    scenario: &Scenario,
+    member: usize,
+    expected: &Expected,
+) -> Option<Vec<f32>> {
+    let Semantics::Broadcast { root } = scenario.semantics else {
+        return None;
+    };
+    (member == root).then_some(())?;
+    let mut by_size: Vec<usize> = (0..scenario.size()).collect();
+    by_size.sort_by_key(|&i| scenario.inputs[i].len());
+    let other = by_size[root];
+    (other != root).then(|| fitted(scenario.inputs[other].clone(), expected.values.len()))
 }
 
 pub(super) fn placeholder_returned(

@@ -7,6 +7,26 @@ use crate::harness::Harness;
 use crate::results::{DataCoverage, Sweep};
 use crate::suites::scenario;
 
+/// The worlds the size sweep runs on for a harness that builds `sizes`:
+/// [`scenario::SWEEP_WORLDS`] and the largest of the value checks' worlds.
+fn sweep_worlds(sizes: crate::WorldSizes) -> Vec<usize> {
+    let largest = scenario::VALUE_WORLDS
+        .iter()
+        .copied()
+        .filter(|&n| sizes.contains(n))
+        .max()
+        .unwrap_or(0);
+    let mut worlds: Vec<usize> = scenario::SWEEP_WORLDS
+        .iter()
+        .copied()
+        .filter(|&n| sizes.contains(n))
+        .collect();
+    if scenario::sweeps_on(largest, largest) && !worlds.contains(&largest) {
+        worlds.push(largest);
+    }
+    worlds
+}
+
 impl DataCoverage {
     /// What `harness` declares: its dtypes (in the kit's order) and each
     /// one's sweep.
@@ -32,7 +52,7 @@ impl DataCoverage {
             .collect();
         Self {
             dtypes,
-            sweep_worlds: scenario::SWEEP_WORLDS.to_vec(),
+            sweep_worlds: sweep_worlds(harness.world_sizes()),
             sweeps,
         }
     }

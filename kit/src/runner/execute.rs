@@ -80,6 +80,7 @@ fn attempt<H: Harness>(
             journal: Arc::clone(&run.journal),
             attempt: run.attempt,
             large,
+            largest_world: case.worlds.iter().copied().max().unwrap_or(ranks),
         };
         match worlds {
             Worlds::AtOnce(world) | Worlds::InTurn(world) => {

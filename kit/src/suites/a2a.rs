@@ -30,9 +30,6 @@ use crate::matrix::Subject;
 use crate::operation::Operation;
 use crate::world::RankCtx;
 
-/// World sizes every A2A case runs on.
-const SIZES: &[usize] = &[1, 2, 3, 4, 8];
-
 /// Seed path component for the member whose counts are all zero.
 const ZERO: u64 = 0x2e60;
 
@@ -68,7 +65,7 @@ where
         timing: true,
         pass_needs: needs::NOTHING,
         body: Body::Sizes {
-            sizes: SIZES,
+            sizes: super::scenario::VALUE_WORLDS,
             script: all_to_all_routes_every_slice::<H>,
         },
     }]

@@ -33,9 +33,6 @@ use crate::matrix::Subject;
 use crate::operation::Operation;
 use crate::world::RankCtx;
 
-/// World sizes every GAT case runs on.
-const SIZES: &[usize] = &[1, 2, 3, 4, 8];
-
 /// GAT-1 inputs (every member's shape) and gather axes.
 /// Distinct extents on every axis, so that no two layouts agree by chance:
 /// middle axes with the outer extent below and above the inner one.
@@ -69,7 +66,7 @@ where
         timing: false,
         pass_needs: needs::NOTHING,
         body: Body::Sizes {
-            sizes: SIZES,
+            sizes: super::scenario::VALUE_WORLDS,
             script: even_gathers_concatenate_in_member_order::<H>,
         },
     }]
@@ -86,7 +83,7 @@ where
         timing: false,
         pass_needs: needs::NOTHING,
         body: Body::Sizes {
-            sizes: SIZES,
+            sizes: super::scenario::VALUE_WORLDS,
             script: uneven_counts_are_axis_extents::<H>,
         },
     }]

@@ -364,7 +364,11 @@ pub(crate) fn addends(dtype: Dtype, seed: u64, step: u64, rank: usize, len: usiz
     periodic(len, period, |i| addend(dtype, seed, step, rank, i))
 }
 
-/// World sizes the size sweep runs on (a power of two and not).
+/// World sizes the value checks of the collectives (SUM, GAT, A2A) run on.
+pub(crate) const VALUE_WORLDS: &[usize] = &[1, 2, 3, 4, 8];
+
+/// World sizes the size sweep runs on (a power of two and not), besides
+/// each case's largest world (see [`sweeps_on`]).
 pub(crate) const SWEEP_WORLDS: &[usize] = &[2, 3];
 
 /// The world the sweep's largest message (past every boundary, at least
@@ -430,15 +434,17 @@ pub(crate) fn past_boundaries<H: crate::harness::Harness>(
     fits.then_some(crate::case::Large { elements, why })
 }
 
-/// [`sweep`] for a world of `world` members: empty outside
-/// [`SWEEP_WORLDS`], and without the largest count outside [`LARGEST_WORLD`].
+/// [`sweep`] for a world of `world` members in a case whose largest world is
+/// `largest_world`: empty outside [`SWEEP_WORLDS`] and that largest world
+/// (where a backend's algorithm for many members differs), and without the
+/// largest count outside [`LARGEST_WORLD`].
 pub(crate) fn sweep_for_world(
     dtype: Dtype,
     boundaries: &[usize],
     limit: Option<usize>,
-    world: usize,
+    (world, largest_world): (usize, usize),
 ) -> (Vec<usize>, Vec<usize>) {
-    if !SWEEP_WORLDS.contains(&world) {
+    if !sweeps_on(world, largest_world) {
         return (Vec::new(), Vec::new());
     }
     let (mut counts, mut skipped) = sweep(dtype, boundaries, limit);
@@ -448,6 +454,12 @@ pub(crate) fn sweep_for_world(
         skipped.retain(|&c| c != largest);
     }
     (counts, skipped)
+}
+
+/// Whether the size sweep runs on a world of `world` members in a case
+/// whose largest world is `largest_world`.
+pub(crate) fn sweeps_on(world: usize, largest_world: usize) -> bool {
+    SWEEP_WORLDS.contains(&world) || (world == largest_world && world > 1)
 }
 
 /// Whether `got` (of `got_shape`) is what `expected` says: `None` when it
@@ -490,6 +502,25 @@ pub(crate) enum Mismatch {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_sweep_runs_on_its_worlds_and_the_largest_without_the_largest_count() {
+        let boundaries = [16 << 10];
+        let full = sweep(Dtype::F32, &boundaries, None).0;
+        let largest = largest_count(Dtype::F32, &boundaries);
+        assert_eq!(
+            sweep_for_world(Dtype::F32, &boundaries, None, (2, 8)).0,
+            full
+        );
+        let on_eight = sweep_for_world(Dtype::F32, &boundaries, None, (8, 8)).0;
+        assert!(on_eight.contains(&(4 << 10 | 1)) && !on_eight.contains(&largest));
+        assert!(sweep_for_world(Dtype::F32, &boundaries, None, (4, 8))
+            .0
+            .is_empty());
+        assert!(sweep_for_world(Dtype::F32, &boundaries, None, (1, 1))
+            .0
+            .is_empty());
+    }
 
     #[test]
     fn slices_and_concatenations_take_the_runs_an_index_walk_takes() {

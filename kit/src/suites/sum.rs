@@ -37,9 +37,6 @@ use crate::matrix::Subject;
 use crate::operation::Operation;
 use crate::world::RankCtx;
 
-/// World sizes every SUM case runs on.
-const SIZES: &[usize] = &[1, 2, 3, 4, 8];
-
 /// SUM-1 shapes: plain, 2-D, a scalar, empty ones, a single element, 3-D.
 const SHAPES: &[&[usize]] = &[&[4], &[2, 3], &[], &[0], &[1], &[3, 0, 2], &[2, 3, 4]];
 
@@ -104,7 +101,7 @@ where
             timing: false,
             pass_needs: needs::NOTHING,
             body: Body::Sizes {
-                sizes: SIZES,
+                sizes: super::scenario::VALUE_WORLDS,
                 script: sums_are_exact::<H>,
             },
         },
@@ -115,7 +112,7 @@ where
             timing: true,
             pass_needs: needs::NOTHING,
             body: Body::Sizes {
-                sizes: SIZES,
+                sizes: super::scenario::VALUE_WORLDS,
                 script: waves_complete_in_any_wait_order::<H>,
             },
         },

@@ -17,8 +17,9 @@ use crate::world::RankCtx;
 /// Runs `steps` once per dtype the harness offers (each listed once, in the
 /// kit's order), with tensors built and read in it. `steps` gets the dtype
 /// and the sweep's element counts for this world (none outside
-/// the sweep's worlds, the largest on a world of 2 only); the counts above the harness's limit are skipped with
-/// a note. A dtype the backend refuses (see [`step`]) ends its own steps
+/// the sweep's worlds and the case's largest world, the largest count on a
+/// world of 2 only); the counts above the harness's limit are skipped with a
+/// note. A dtype the backend refuses (see [`step`]) ends its own steps
 /// only, with a note quoting the backend.
 pub(crate) fn each_dtype<H: Harness>(
     ctx: &RankCtx<'_, H>,
@@ -28,8 +29,12 @@ pub(crate) fn each_dtype<H: Harness>(
     for dtype in Dtype::ALL.into_iter().filter(|d| offered.contains(d)) {
         let harness = ctx.harness();
         let limit = harness.max_message_bytes();
-        let (counts, skipped) =
-            sweep_for_world(dtype, &harness.boundaries(dtype), limit, ctx.size());
+        let (counts, skipped) = sweep_for_world(
+            dtype,
+            &harness.boundaries(dtype),
+            limit,
+            (ctx.size(), ctx.largest_world()),
+        );
         if !skipped.is_empty() && ctx.rank() == 0 {
             ctx.note(format!(
                 "{dtype}: sizes of {skipped:?} elements skipped: above the harness's limit of {} bytes per rank",

@@ -66,6 +66,8 @@ pub struct RankCtx<'w, H: Harness> {
     pub(super) attempt: u32,
     /// See [`RankCtx::large`].
     pub(super) large: Option<usize>,
+    /// See [`RankCtx::largest_world`].
+    pub(super) largest_world: usize,
     /// Late-peer rounds this rank has started (see `matrix::Pending`).
     pub(crate) rounds: std::cell::Cell<usize>,
     /// Whether a bounded wait earlier in the case left this rank's
@@ -101,6 +103,7 @@ impl<'w, H: Harness> RankCtx<'w, H> {
             seed: 0,
             attempt: 0,
             large: None,
+            largest_world: size,
             rounds: std::cell::Cell::new(0),
             fenced: std::cell::Cell::new(false),
             dtype: std::cell::Cell::new(Dtype::F32),
@@ -119,6 +122,12 @@ impl<'w, H: Harness> RankCtx<'w, H> {
     /// their standard sizes of a few elements.
     pub(crate) fn large(&self) -> Option<usize> {
         self.large
+    }
+
+    /// The largest world the case runs on (its worlds the harness builds):
+    /// the value checks' size sweep runs there too.
+    pub(crate) fn largest_world(&self) -> usize {
+        self.largest_world.max(self.size)
     }
 
     /// Number of ranks in the world.

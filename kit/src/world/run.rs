@@ -76,6 +76,7 @@ pub(crate) fn run_ranks<H: Harness>(
         let journal = Arc::clone(&run.journal);
         let attempt = run.attempt;
         let large = run.large;
+        let largest_world = run.largest_world;
         let signals = Arc::clone(&world.signals);
         move || {
             let built = catch_unwind(AssertUnwindSafe(|| harness.world(ranks)));
@@ -151,6 +152,7 @@ pub(crate) fn run_ranks<H: Harness>(
                                     seed,
                                     attempt,
                                     large,
+                                    largest_world,
                                     rounds: std::cell::Cell::new(0),
                                     fenced: std::cell::Cell::new(false),
                                     dtype: std::cell::Cell::new(Dtype::F32),
@@ -249,6 +251,9 @@ pub(crate) struct Run {
     /// ([`RankCtx::large`](super::RankCtx::large)); `None`: their standard
     /// sizes.
     pub(crate) large: Option<usize>,
+    /// The largest of the case's worlds
+    /// ([`RankCtx::largest_world`](super::RankCtx::largest_world)).
+    pub(crate) largest_world: usize,
 }
 
 impl Run {

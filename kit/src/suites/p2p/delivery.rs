@@ -15,23 +15,47 @@ use crate::world::RankCtx;
 
 /// Routes of a P2P-1 world in one dtype, ids from `first_id` on: first to
 /// last, last to first, a ring over every rank, a seeded pair, and (when the
-/// sweep has sizes) last to first with a bundle of one value per nonzero
-/// size of the sweep (an empty tensor cannot be framed).
+/// sweep has sizes) last to first with bundles of one value per nonzero size
+/// of the sweep, in ascending, descending and mixed size order (an empty
+/// tensor cannot be framed): a receiver that places values by protocol
+/// class or size rather than by position gets one of them wrong.
 pub(crate) fn p2p1_links(seed: u64, n: usize, first_id: u64, sweep: &[usize]) -> Vec<Link> {
     let mut pairs = vec![(0, n - 1), (n - 1, 0)];
     pairs.extend((0..n).map(|i| (i, (i + 1) % n)));
     pairs.push(distinct_pair(seed, n as u64, 20, n));
     let mut links = links(seed, first_id, pairs);
-    let swept: Vec<Vec<usize>> = sweep.iter().filter(|&&c| c > 0).map(|&c| vec![c]).collect();
-    if !swept.is_empty() {
+    for order in size_orders(sweep) {
         links.push(Link {
             id: first_id + links.len() as u64,
             source: n - 1,
             destination: 0,
-            shapes: swept,
+            shapes: order.into_iter().map(|count| vec![count]).collect(),
         });
     }
     links
+}
+
+/// The sweep's nonzero sizes in ascending, descending and mixed order (the
+/// largest, the smallest, the second largest, ...): one order when there is
+/// one size, none when there is none.
+fn size_orders(sweep: &[usize]) -> Vec<Vec<usize>> {
+    let mut ascending: Vec<usize> = sweep.iter().copied().filter(|&c| c > 0).collect();
+    ascending.sort_unstable();
+    if ascending.len() < 2 {
+        return [ascending].into_iter().filter(|o| !o.is_empty()).collect();
+    }
+    let descending: Vec<usize> = ascending.iter().rev().copied().collect();
+    let mut mixed = Vec::with_capacity(ascending.len());
+    let (mut low, mut high) = (0, ascending.len());
+    while low < high {
+        high -= 1;
+        mixed.push(ascending[high]);
+        if low < high {
+            mixed.push(ascending[low]);
+            low += 1;
+        }
+    }
+    vec![ascending, descending, mixed]
 }
 
 /// The first route id of P2P-1's links in `dtype` (30 ids each).
@@ -50,15 +74,17 @@ where
         each_dtype(ctx, |dtype, sweep| {
             let links = p2p1_links(ctx.seed(), ctx.size(), p2p1_first_id(dtype), sweep);
             let ends = open(ctx, &links, &format!("p2p1-open-{dtype}"))?;
-            // The sweep's route (the last, when there is a sweep) is a phase
-            // of its own: a backend may hold a large send in its submission
-            // until the receiver waits for it (a rendezvous protocol), so
-            // nothing else may be pending between them.
-            let swept = usize::from(!sweep.is_empty());
+            // The sweep's routes (the last ones) are a phase each: a backend
+            // may hold a large send in its submission until the receiver
+            // waits for it (a rendezvous protocol), so nothing else may be
+            // pending between them.
+            let swept = size_orders(sweep).len();
             let (table, large) = links.split_at(links.len() - swept);
             let (table_ends, large_ends) = ends.split_at(ends.len() - swept);
+            let phases = std::iter::once((table, table_ends))
+                .chain(large.chunks(1).zip(large_ends.chunks(1)));
             let mut first = dtype != Dtype::F32;
-            for (links, ends) in [(table, table_ends), (large, large_ends)] {
+            for (links, ends) in phases {
                 let mut sides = Vec::new();
                 for (link, end) in links.iter().zip(ends) {
                     let Some(route) = end else { continue };
@@ -81,4 +107,20 @@ where
             Ok(())
         })
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::size_orders;
+
+    #[test]
+    fn sweep_bundles_come_in_three_size_orders() {
+        let orders = size_orders(&[0, 257, 1, 7]);
+        assert_eq!(
+            orders,
+            vec![vec![1, 7, 257], vec![257, 7, 1], vec![257, 1, 7]]
+        );
+        assert_eq!(size_orders(&[0, 5]), vec![vec![5]]);
+        assert!(size_orders(&[0]).is_empty());
+    }
 }
