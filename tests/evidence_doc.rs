@@ -163,6 +163,42 @@ fn table() -> String {
             ));
         }
     }
+    out.push_str(&decided_by_set());
+    out
+}
+
+/// How many cases of the CPU harness's catalogue each instrument set can
+/// decide (every part runnable: neither not-supported nor capped), as a
+/// table under the main one.
+fn decided_by_set() -> String {
+    const SETS: [&str; 8] = [
+        "none",
+        "probe",
+        "fault",
+        "observer",
+        "hold",
+        "probe,fault",
+        "probe,fault,observer",
+        "all",
+    ];
+    let mut out = String::from(
+        "\nCases each instrument set can decide on the CPU harness (the rest are not-supported, or capped: \
+         able to fail, never to pass):\n\n| Instruments offered | Cases decided | Of the catalogue |\n|---|---|---|\n",
+    );
+    for set in SETS {
+        let instruments: Instruments = set.parse().expect("a known instrument set");
+        let cases = catalogue(&CpuHarness::new().with_instruments(instruments));
+        let decided = cases
+            .iter()
+            .filter(|case| case.not_supported_before_running().is_none())
+            .count();
+        out.push_str(&format!(
+            "| {} | {decided} of {} | {:.1}% |\n",
+            set.replace(',', ", "),
+            cases.len(),
+            100.0 * decided as f64 / cases.len() as f64
+        ));
+    }
     out
 }
 

@@ -220,7 +220,7 @@ pub use dtype::{Dtype, HostValues};
 pub use half;
 pub use harness::{
     Claims, CompletionRef, Harness, HarnessError, HarnessResult, HoldGuard, Identity, Instruments,
-    Ledger, Observer, Probe, WireRecord, WorkState, WorldSizes,
+    Ledger, Observer, Probe, UnknownInstrument, WireRecord, WorkState, WorldSizes,
 };
 pub use matrix::lazy;
 pub use operation::Operation;

@@ -175,9 +175,16 @@ struct CertifyArgs {
     #[arg(long, value_name = "NAME", default_value = "lazy")]
     personality: String,
     /// Certify the CPU backend as a harness with no instruments would
-    /// (black-box evidence only: the level to expect is core)
-    #[arg(long)]
+    /// (black-box evidence only: the level to expect is core); the same as
+    /// `--instruments none`
+    #[arg(long, conflicts_with = "instruments")]
     no_instruments: bool,
+    /// Certify the CPU backend as a harness offering only these instruments
+    /// would: `all` (the default), `none`, or a comma-separated list of hold,
+    /// probe, ledger, fault, submission-fault, observer, wire-log (e.g.
+    /// `probe,fault`)
+    #[arg(long, value_name = "SET")]
+    instruments: Option<String>,
     #[command(flatten)]
     output: OutputArgs,
 }
@@ -446,11 +453,14 @@ fn cpu_harness(args: &CertifyArgs) -> Result<commcheck_reference::cpu::CpuHarnes
     let harness = commcheck_reference::cpu::CpuHarness::new()
         .with_personality(&args.personality)
         .map_err(|error| Usage(format!("certify: --personality: {}", error.0)))?;
-    Ok(if args.no_instruments {
-        harness.with_instruments(commcheck::Instruments::NONE)
-    } else {
-        harness
-    })
+    let instruments = match (&args.instruments, args.no_instruments) {
+        (_, true) => commcheck::Instruments::NONE,
+        (Some(set), false) => set
+            .parse()
+            .map_err(|error| Usage(format!("certify: --instruments: {error}")))?,
+        (None, false) => return Ok(harness),
+    };
+    Ok(harness.with_instruments(instruments))
 }
 
 /// Without the `cpu` feature no backend is bundled.

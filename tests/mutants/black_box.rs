@@ -120,3 +120,39 @@ fn eager_black_box_catches_planted_defects_on_local_subjects() {
         );
     }
 }
+
+/// Runs `defect`'s own invariant on the CPU backend offering `instruments`
+/// only, and asserts that it fails on each of `subjects`: the check decides
+/// with that set alone (the late peer keeps the work pending; the backend's
+/// own error report stands in for the observer).
+fn fails_with(defect: Defect, instruments: &str, subjects: &[Subject]) {
+    crate::mutant_settings();
+    let id = defect.invariant();
+    let set: Instruments = instruments.parse().expect("a known instrument set");
+    let harness = CpuHarness::with_defect(defect).with_instruments(set);
+    let results = run_cases(harness, |case| {
+        case.invariant().id == id && subjects.contains(&case.subject())
+    })
+    .expect("the COMMCHECK_* settings are valid");
+    crate::show(&results);
+    for subject in subjects {
+        assert!(
+            failed_on(&results.cases, *subject),
+            "{defect} with {instruments} only, {subject}: {:#?}",
+            results.cases
+        );
+    }
+}
+
+#[test]
+fn exc_6_and_can_9_fail_with_fault_injection_alone() {
+    fails_with(Defect::NonStickyError, "fault", &[ALL_REDUCE_SUM]);
+    fails_with(Defect::SubmissionClearsError, "fault", &[ALL_REDUCE_SUM]);
+    fails_with(Defect::FailedIsCompleted, "fault", &[ALL_REDUCE_SUM]);
+}
+
+#[test]
+fn ret_4_and_can_6_fail_with_the_probe_alone() {
+    fails_with(Defect::DropReleasesPending, "probe", &[ALL_REDUCE_SUM]);
+    fails_with(Defect::QuarantineDropsLive, "probe", &[ALL_REDUCE_SUM]);
+}

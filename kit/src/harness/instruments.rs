@@ -152,6 +152,68 @@ impl Instruments {
     }
 }
 
+/// The instruments' names as [`Instruments`]'s `FromStr` takes them.
+const NAMES: [&str; 7] = [
+    "hold",
+    "probe",
+    "ledger",
+    "fault",
+    "submission-fault",
+    "observer",
+    "wire-log",
+];
+
+/// A set of instruments that could not be read: an unknown name.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "unknown instrument `{given}`: expected `all`, `none` or a comma-separated list of {}",
+    NAMES.join(", ")
+)]
+pub struct UnknownInstrument {
+    /// The name given.
+    pub given: String,
+}
+
+impl std::str::FromStr for Instruments {
+    type Err = UnknownInstrument;
+
+    /// `all`, `none`, or instrument names joined by commas:
+    ///
+    /// ```
+    /// use commcheck::Instruments;
+    ///
+    /// let set: Instruments = "probe,fault".parse().unwrap();
+    /// assert_eq!(set, Instruments::NONE.with_probe().with_fault());
+    /// assert_eq!("none".parse::<Instruments>(), Ok(Instruments::NONE));
+    /// assert!("probe,ledgr".parse::<Instruments>().unwrap_err().to_string().contains("ledgr"));
+    /// ```
+    fn from_str(list: &str) -> Result<Self, Self::Err> {
+        match list.trim() {
+            "all" => return Ok(Self::ALL),
+            "none" => return Ok(Self::NONE),
+            _ => {}
+        }
+        list.split(',')
+            .map(str::trim)
+            .try_fold(Self::NONE, |set, name| {
+                Ok(match name {
+                    "hold" => set.with_hold(),
+                    "probe" => set.with_probe(),
+                    "ledger" => set.with_ledger(),
+                    "fault" => set.with_fault(),
+                    "submission-fault" => set.with_submission_fault(),
+                    "observer" => set.with_observer(),
+                    "wire-log" => set.with_wire_log(),
+                    _ => {
+                        return Err(UnknownInstrument {
+                            given: name.to_owned(),
+                        })
+                    }
+                })
+            })
+    }
+}
+
 /// A held executor; releasing (or dropping) it lets the held work run.
 #[must_use = "dropping a hold releases it"]
 pub struct HoldGuard(Option<Box<dyn FnOnce()>>);

@@ -11,7 +11,9 @@ use crate::operation::Operation;
 
 mod instruments;
 
-pub use instruments::{HoldGuard, Instruments, Ledger, Observer, Probe, WireRecord, WorkState};
+pub use instruments::{
+    HoldGuard, Instruments, Ledger, Observer, Probe, UnknownInstrument, WireRecord, WorkState,
+};
 
 /// The backend a harness certifies.
 pub type Backend<H> = <H as Harness>::Backend;

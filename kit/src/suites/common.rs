@@ -52,6 +52,19 @@ pub(crate) fn local(subject: Subject) -> bool {
     matches!(subject, Subject::LocalDependencies | Subject::Submit)
 }
 
+/// Operations that take input tensors (all but barrier and agreement).
+pub(crate) fn has_tensor_inputs(subject: Subject) -> bool {
+    matches!(
+        subject.operation(),
+        Some(op) if op != crate::Operation::Barrier && op != crate::Operation::AgreeSuccess
+    )
+}
+
+/// Subjects whose work holds tensor storage a liveness probe can watch.
+pub(crate) fn holds_storage(subject: Subject) -> bool {
+    local(subject) || has_tensor_inputs(subject)
+}
+
 /// Every completion-matrix subject.
 pub(crate) fn any_completion(subject: Subject) -> bool {
     local(subject) || subject.operation().is_some()

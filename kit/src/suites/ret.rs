@@ -12,22 +12,15 @@ use eredu_runtime::backend::{CommunicationBackend, SubmissionBackend};
 
 use super::blocker::Blocker;
 use super::common::{
-    all_live, any_completion, bounded, complete, completed_value, fork_one_lane, local,
-    must_complete, needs, require_probes, settle, take_completion, take_probes, verify_outputs,
+    all_live, any_completion, bounded, complete, completed_value, fork_one_lane, has_tensor_inputs,
+    holds_storage, local, must_complete, needs, require_probes, settle, take_completion,
+    take_probes, verify_outputs,
 };
 use crate::case::{Body, Row};
 use crate::check::{ensure, eventually, slack, Check, Finding};
 use crate::harness::{Backend, Harness};
 use crate::matrix::{Driver, Handle, Pending, Subject};
 use crate::world::RankCtx;
-
-/// Operations that take input tensors (all but barrier and agreement).
-fn has_tensor_inputs(subject: Subject) -> bool {
-    matches!(
-        subject.operation(),
-        Some(op) if op != crate::Operation::Barrier && op != crate::Operation::AgreeSuccess
-    )
-}
 
 pub(crate) fn rows<H: Harness>() -> Vec<Row<H>> {
     vec![
@@ -55,9 +48,20 @@ pub(crate) fn rows<H: Harness>() -> Vec<Row<H>> {
             pass_needs: needs::NOTHING,
             body: Body::Matrix(communication_resources_outlive_their_handles::<H>),
         },
+        // Probes decide RET-4 where the work holds storage (the observer,
+        // when offered, also sees the work complete); where it holds none,
+        // only the observer sees anything.
         Row {
             id: "RET-4",
-            applies: any_completion,
+            applies: holds_storage,
+            requires: needs::PROBE,
+            timing: false,
+            pass_needs: needs::NOTHING,
+            body: Body::Matrix(dropping_a_completion_frees_nothing_live::<H>),
+        },
+        Row {
+            id: "RET-4",
+            applies: |s| any_completion(s) && !holds_storage(s),
             requires: needs::PROBE.and(needs::OBSERVER),
             timing: false,
             pass_needs: needs::NOTHING,
@@ -317,8 +321,9 @@ fn communication_resources_outlive_their_handles<H: Harness>(
 }
 
 /// RET-4: dropping a pending completion frees nothing native work still
-/// uses: probed storages stay allocated, and the work still runs to a clean
-/// completion (for subjects without tensors, that is all there is to see).
+/// uses: probed storages stay allocated, and (seen by the observer, when the
+/// harness offers one) the work still runs to a clean completion (for
+/// subjects without tensors, that is all there is to see).
 /// The caller's other handles (outputs) are dropped first, and the storages
 /// must be allocated then, so that only the completion's drop is blamed; a
 /// work that does not complete is blamed on RET-4 only if the same work,
@@ -329,7 +334,7 @@ fn dropping_a_completion_frees_nothing_live<H: Harness>(
 ) -> Check {
     let mut pending = driver.pending(ctx)?;
     let probes = take_probes(&mut pending.submitted);
-    let observer = ctx.observer(pending.submitted.completion.as_ref())?;
+    let observer = ctx.optional_observer(pending.submitted.completion.as_ref());
     drop(pending.submitted.verify.take());
     settle();
     if !all_live(&probes) {
@@ -358,6 +363,16 @@ fn dropping_a_completion_frees_nothing_live<H: Harness>(
     pending.confirm("the probed storages were checked after the completion was dropped")?;
     let limit = pending.submitted.completes_within();
     pending.release();
+    let Some(observer) = observer else {
+        // The probes decided RET-4; with no observer and no completion left,
+        // nothing shows whether the released work then completed.
+        ctx.note(format!(
+            "{}: whether the work completed after its completion was dropped is not observed (the harness \
+             offers no observer)",
+            driver.subject
+        ));
+        return Ok(());
+    };
     let state = if eventually(limit, || observer.state().is_terminal()) {
         observer.state()
     } else {

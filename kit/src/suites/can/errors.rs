@@ -3,6 +3,8 @@
 //! kept live by a hold) and CAN-9 (work that failed yields `Err`, never
 //! `Completed`).
 
+use std::time::Duration;
+
 use eredu_core::BoundedCompletionOutcome::{Completed, DeadlineExceeded};
 use eredu_core::CompletionCancellationMode;
 use eredu_core::CompletionCancellationMode::{NativeCancel, QuarantineUntilComplete as Quarantine};
@@ -11,7 +13,7 @@ use super::disposition::{error_disposition, retained};
 use super::modes::each_mode;
 use super::outcome::{completed_while_pending, describe, finished_early, recorded_for, Waited};
 use super::round::{Round, Seen, Setup};
-use crate::check::{ensure, eventually, slack, Check};
+use crate::check::{ensure, eventually, slack, Check, Finding};
 use crate::harness::{Harness, WorkState};
 use crate::matrix::Driver;
 use crate::suites::common::settle;
@@ -166,25 +168,10 @@ pub(super) fn failed_work_is_an_error<H: Harness>(
         let mut round = Round::start(ctx, driver, setup)?;
         round.release();
         let limit = round.completes_within();
-        let state = {
-            let observer = round.observer()?;
-            eventually(limit, || observer.state().is_terminal());
-            observer.state()
-        };
-        match state {
-            WorkState::Failed => {}
-            WorkState::Live => {
-                return Err(crate::check::setup(format!(
-                    "{}: the faulted work was still Live {limit:?} after its release",
-                    driver.subject
-                )))
-            }
-            other => {
-                return Err(crate::check::setup(format!(
-                "{}: fault injection did not make the work fail: after release it was {other:?}",
-                driver.subject
-            )))
-            }
+        if round.observer.is_some() {
+            observed_failure(&round, limit)?;
+        } else {
+            reported_failure(&round, limit)?;
         }
         let waited = round.wait_bounded(slack::RELEASE, mode)?;
         ensure(waited.outcome.is_err(), || {
@@ -196,4 +183,49 @@ pub(super) fn failed_work_is_an_error<H: Harness>(
             )
         })
     })
+}
+
+/// CAN-9 with the observer: the released faulted work ended `Failed`.
+fn observed_failure<H: Harness>(round: &Round<'_, '_, H>, limit: Duration) -> Check {
+    let observer = round.observer()?;
+    eventually(limit, || observer.state().is_terminal());
+    match observer.state() {
+        WorkState::Failed => Ok(()),
+        WorkState::Live => Err(crate::check::setup(format!(
+            "{}: the faulted work was still Live {limit:?} after its release",
+            round.subject
+        ))),
+        other => Err(crate::check::setup(format!(
+            "{}: fault injection did not make the work fail: after release it was {other:?}",
+            round.subject
+        ))),
+    }
+}
+
+/// CAN-9 with fault injection alone: the backend itself reported the
+/// released faulted work's error (`is_complete()` returned `Err`). Work it
+/// reports complete instead is inconclusive: without an observer, nothing
+/// tells a fault that never fired from an error the backend lost.
+fn reported_failure<H: Harness>(round: &Round<'_, '_, H>, limit: Duration) -> Check {
+    let completion = round
+        .completion
+        .as_ref()
+        .ok_or_else(|| Finding::Harness("CAN-9: the round's completion was taken".into()))?;
+    let mut answer = Ok(false);
+    eventually(limit, || {
+        answer = completion.is_complete();
+        !matches!(answer, Ok(false))
+    });
+    match answer {
+        Err(_) => Ok(()),
+        Ok(false) => Err(crate::check::setup(format!(
+            "{}: is_complete() still returned Ok(false) {limit:?} after the faulted work's release",
+            round.subject
+        ))),
+        Ok(true) => Err(crate::check::setup(format!(
+            "{}: is_complete() returned Ok(true) for the released faulted work: with no observer, nothing \
+             tells a fault that never fired from an error the backend lost, so CAN-9 could not be checked",
+            round.subject
+        ))),
+    }
 }

@@ -84,33 +84,45 @@ pub(super) fn errors_are_sticky<H: Harness>(ctx: &RankCtx<'_, H>, driver: Driver
 /// has reported no error yet says nothing about stickiness. `Ok(true)` for
 /// work the observer saw fail is success reported for work that never
 /// completed (EXC-2), recorded for EXC-2; either way this attempt checked
-/// nothing of EXC-6 and is inconclusive.
+/// nothing of EXC-6 and is inconclusive. Without an observer, nothing tells
+/// a fault that never fired from an error the backend lost: inconclusive too.
 fn first_error_after_the_end<H: Harness>(
     ctx: &RankCtx<'_, H>,
     faulted: &Faulted<'_, '_, H>,
     subject: Subject,
 ) -> Result<String, Finding> {
-    match faulted.completion().is_complete() {
-        Err(error) => Ok(error),
-        Ok(seen) => match faulted.observer.state() {
-            WorkState::Completed => Err(Finding::Harness(format!(
+    let seen = match faulted.completion().is_complete() {
+        Err(error) => return Ok(error),
+        Ok(seen) => seen,
+    };
+    let state = match faulted.state() {
+        Some(WorkState::Completed) => {
+            return Err(Finding::Harness(format!(
                 "{subject}: the injected fault did not make the work fail (observer: Completed)"
-            ))),
-            state => {
-                if seen {
-                    ctx.attribute(
-                        "EXC-2",
-                        format!(
-                            "{subject}: the faulted work ended {state:?}, but is_complete() returned Ok(true),                              success for work that never completed"
-                        ),
-                    );
-                }
-                Err(crate::check::setup(format!(
-                    "{subject}: the faulted work ended {state:?}, but is_complete() returned Ok({seen}) and no                      error was ever reported, so EXC-6 (stickiness of a reported error) could not be checked"
-                )))
-            }
-        },
+            )))
+        }
+        Some(state) => state,
+        None => {
+            return Err(crate::check::setup(format!(
+                "{subject}: the faulted work ended and is_complete() returned Ok({seen}): no error was ever \
+                 reported, and with no observer nothing tells a fault that never fired from an error the \
+                 backend lost, so EXC-6 (stickiness of a reported error) could not be checked"
+            )))
+        }
+    };
+    if seen {
+        ctx.attribute(
+            "EXC-2",
+            format!(
+                "{subject}: the faulted work ended {state:?}, but is_complete() returned Ok(true), \
+                 success for work that never completed"
+            ),
+        );
     }
+    Err(crate::check::setup(format!(
+        "{subject}: the faulted work ended {state:?}, but is_complete() returned Ok({seen}) and no \
+         error was ever reported, so EXC-6 (stickiness of a reported error) could not be checked"
+    )))
 }
 
 /// `REPEAT` further `is_complete` calls all report an error.
@@ -158,7 +170,7 @@ pub(super) fn an_error_is_not_release<H: Harness>(
     settle();
     nothing_released_while_live(&faulted, &probes, subject, &error, "the error was reported")?;
     let before = ctx.ledger()?.executors;
-    let alive = faulted.observer.state() == WorkState::Live;
+    let alive = faulted.observer()?.state() == WorkState::Live;
     drop(lane);
     let after = ctx.ledger()?.executors;
     ensure(!alive || after >= before, || {
@@ -189,7 +201,7 @@ fn nothing_released_while_live<H: Harness>(
 ) -> Check {
     let freed = probes.iter().filter(|probe| !probe.is_live()).count();
     // Read last: live now means live while the probes were read.
-    let state = faulted.observer.state();
+    let state = faulted.observer()?.state();
     if state != WorkState::Live {
         return Ok(());
     }

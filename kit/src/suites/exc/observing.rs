@@ -116,7 +116,7 @@ pub(super) fn complete_after_wait<H: Harness>(ctx: &RankCtx<'_, H>, driver: Driv
     pending.release();
     if let Some(observer) = &observer {
         // No is_complete() here: the first query after wait() is under test.
-        finished::<H>(observer, None, driver.subject, "it was released")?;
+        finished::<H>(Some(observer), None, driver.subject, "it was released")?;
     }
     let completion = &pending.submitted.completion;
     wait_succeeds(completion, driver.subject, "on released work")?;

@@ -156,7 +156,7 @@ fn releasable_is_false_after_an_error_while_live<H: Harness>(
         subject,
         "after an error while the work was held",
     )?;
-    let state = faulted.observer.state();
+    let state = faulted.observer()?.state();
     ensure(!seen || state != WorkState::Live, || {
         format!(
             "{subject}: resources_releasable() returned true while the faulted work was still live (observer: \
@@ -266,7 +266,12 @@ fn releasable_is_false_after_a_deadline<H: Harness>(
         if mode == CompletionCancellationMode::QuarantineUntilComplete {
             pending.release();
             if let Some(observer) = &observer {
-                finished::<H>(observer, None, subject, "the quarantined work was released")?;
+                finished::<H>(
+                    Some(observer),
+                    None,
+                    subject,
+                    "the quarantined work was released",
+                )?;
             } else {
                 settle();
             }

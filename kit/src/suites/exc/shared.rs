@@ -33,30 +33,34 @@ pub(super) fn optional_observer<H: Harness>(
     ctx.optional_observer(completion.as_ref())
 }
 
-/// Waits (bounded) until the observer reports terminal work.
 /// Waits (bounded) until the observer reports terminal work, polling
 /// `completion` meanwhile when there is one (a backend may launch work only
 /// once it is observed). Work that never ends is an inconclusive setup step:
 /// it is not what the calling check is about.
 pub(super) fn finished<H: Harness>(
-    observer: &Observer,
+    observer: Option<&Observer>,
     completion: Option<&Handle<H>>,
     subject: Subject,
     after: &str,
 ) -> Check {
+    // Without an observer, the backend's own answer: an error, or complete.
     let ended = eventually(slack::RELEASE, || {
-        if let Some(completion) = completion {
-            let _ = completion.is_complete();
+        let answer = completion.map(|completion| completion.is_complete());
+        match observer {
+            Some(observer) => observer.state().is_terminal(),
+            None => !matches!(answer, None | Some(Ok(false))),
         }
-        observer.state().is_terminal()
     });
     if ended {
         Ok(())
     } else {
         Err(crate::check::setup(format!(
-            "{subject}: the work was still live {:?} after {after} (observer: {:?})",
+            "{subject}: the work was still live {:?} after {after} ({})",
             slack::RELEASE,
-            observer.state()
+            match observer {
+                Some(observer) => format!("observer: {:?}", observer.state()),
+                None => "is_complete() said Ok(false) throughout".to_owned(),
+            }
         )))
     }
 }
@@ -108,31 +112,58 @@ pub(super) fn supported_policy<H: Harness>() -> Result<BoundedCompletionWait, Fi
     BoundedCompletionWait::new(slack::DEADLINE, mode).map_err(|e| Finding::Harness(e.to_string()))
 }
 
-/// The subject's work with an injected fault, held on its executor so the
-/// fault's error is published while the work is still live. Operations are
-/// also kept pending by their late peer.
+/// The subject's work with an injected fault, held on its executor when the
+/// harness offers the hold (so the fault's error is published while the work
+/// is still live); operations are also kept pending by their late peer. The
+/// observer is there when the harness offers one: checks that must know
+/// whether the work is live ask for it ([`Faulted::observer`]).
 pub(super) struct Faulted<'c, 'w, H: Harness> {
     pub(super) pending: Pending<'c, 'w, H>,
     pub(super) hold: Option<HoldGuard>,
-    pub(super) observer: Observer,
+    observer: Option<Observer>,
+    /// Whether the harness declares the observer.
+    declared: bool,
 }
 
 impl<'c, 'w, H: Harness> Faulted<'c, 'w, H> {
-    /// Holds `executor`, injects a fault into its next work item, and submits.
+    /// Holds `executor` (where the harness can, or must: work kept pending
+    /// by the hold), injects a fault into its next work item, and submits.
     pub(super) fn submit(
         ctx: &'c RankCtx<'w, H>,
         driver: Driver<H>,
         executor: &Executor<H>,
     ) -> Result<Self, Finding> {
-        let hold = ctx.hold(executor)?;
+        let hold = if ctx.harness().instruments().hold || driver.pending == PendingVia::Hold {
+            Some(ctx.hold(executor)?)
+        } else {
+            None
+        };
         ctx.inject_fault(executor)?;
         let pending = driver.pending_on(ctx, executor)?;
-        let observer = ctx.observer(pending.submitted.completion.as_ref())?;
+        let observer = ctx.optional_observer(pending.submitted.completion.as_ref());
         Ok(Self {
             pending,
-            hold: Some(hold),
+            hold,
             observer,
+            declared: ctx.harness().instruments().observer,
         })
+    }
+
+    /// The observer, for checks that must know whether the work is live.
+    pub(super) fn observer(&self) -> Result<&Observer, Finding> {
+        self.observer.as_ref().ok_or_else(|| {
+            let what = "the observer, which the harness does not provide".to_owned();
+            if self.declared {
+                Finding::Harness(format!("{what} (declared, but observer() answered None)"))
+            } else {
+                Finding::NotSupported(format!("needs {what}"))
+            }
+        })
+    }
+
+    /// The observer's state, for messages (`None` without one).
+    pub(super) fn state(&self) -> Option<crate::harness::WorkState> {
+        self.observer.as_ref().map(Observer::state)
     }
 
     pub(super) fn completion(&self) -> &Handle<H> {
@@ -149,7 +180,7 @@ impl<'c, 'w, H: Harness> Faulted<'c, 'w, H> {
     pub(super) fn release_and_finish(&mut self, subject: Subject) -> Check {
         self.release();
         finished(
-            &self.observer,
+            self.observer.as_ref(),
             Some(self.completion()),
             subject,
             "the faulted work was released",
@@ -162,10 +193,13 @@ impl<'c, 'w, H: Harness> Faulted<'c, 'w, H> {
         match poll(self.completion(), slack::PROMPT) {
             Polled::Error(error) => Ok(Some(error)),
             Polled::Pending => Ok(None),
-            Polled::Complete => Err(Finding::Violation(format!(
+            Polled::Complete if self.hold.is_some() => Err(Finding::Violation(format!(
                 "{subject}: is_complete() returned Ok(true) for faulted work that was still held (observer: {:?})",
-                self.observer.state()
+                self.state()
             ))),
+            // Not held: a late peer kept it pending, which the fault may
+            // have cut short; whether it failed is for the end to say.
+            Polled::Complete => Ok(None),
         }
     }
 }
