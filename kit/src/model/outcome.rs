@@ -22,9 +22,8 @@ pub struct Options {
     /// long random runs catch the rest. Otherwise, with an observer, the
     /// settle is by events: the lanes get a few scheduling points, then rank
     /// 0 waits until every submission the model says will finish by itself
-    /// is observed ended, for at most this long; without an observer it
-    /// sleeps this long. A small value (1 ms) makes timing-window defects
-    /// show reliably, which keeps their shrinking stable.
+    /// is observed ended (bounded by `limit` only, so a loaded machine
+    /// changes nothing); without an observer it sleeps this long.
     pub settle: Duration,
 }
 

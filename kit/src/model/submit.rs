@@ -267,8 +267,8 @@ impl<'c, 'w, H: Harness> Runner<'c, 'w, H> {
     /// [`Options::settle`](super::Options::settle)), by events where the
     /// harness gives them: with an observer, until every submission the
     /// model says will finish by itself (released, or never held) is
-    /// observed ended, at most `settle`, after giving the lanes a turn to
-    /// pick up new work; without one, by sleeping `settle`.
+    /// observed ended (at most the watchdog's limit), after giving the lanes
+    /// a turn to pick up new work; without one, by sleeping `settle`.
     pub(super) fn settle(&self) {
         let settle = self.options.settle;
         if settle.is_zero() {
@@ -287,7 +287,10 @@ impl<'c, 'w, H: Harness> Runner<'c, 'w, H> {
         for _ in 0..LANE_TURNS {
             self.scheduler.yield_now();
         }
-        soon(&*self.scheduler, settle, || {
+        // Bounded by the watchdog, not by `settle`: work the model says will
+        // finish by itself does, however loaded the machine (a bound of its
+        // own would let a late lane hide a defect from this replay only).
+        soon(&*self.scheduler, self.options.limit, || {
             due.iter().all(|&index| self.observed_ended(index))
         });
     }
