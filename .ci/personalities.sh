@@ -19,7 +19,7 @@ seeds=("$@")
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 status=0
-for personality in lazy eager collectives-cancel unstoppable spin-wait no-clone; do
+for personality in lazy eager collectives-cancel unstoppable spin-wait rendezvous no-clone; do
   for seed in "${seeds[@]}"; do
     dir="$out/$personality-$seed"
     start=$(date +%s)

@@ -34,12 +34,13 @@ pub struct CpuHarness {
 /// The personalities [`CpuHarness::with_personality`] knows: the backend's
 /// ([`Personality`]), and `no-clone`, completions used as if they were not
 /// `Clone` (the harness offers no second handle).
-pub const PERSONALITIES: [&str; 6] = [
+pub const PERSONALITIES: [&str; 7] = [
     "lazy",
     "eager",
     "collectives-cancel",
     "unstoppable",
     "spin-wait",
+    "rendezvous",
     "no-clone",
 ];
 
@@ -175,10 +176,12 @@ impl CpuHarness {
         }
     }
 
-    /// The backend with one planted defect.
+    /// The backend with one planted defect, in the personality the defect
+    /// lives on where it has one ([`Defect::personality`]).
     pub fn with_defect(defect: Defect) -> Self {
         Self {
             defect: Some(defect),
+            personality: defect.personality().unwrap_or_default(),
             ..Self::new()
         }
     }
@@ -444,9 +447,15 @@ impl Harness for CpuHarness {
     }
 
     /// The sum's cache block and its parallel split (elements are kept as
-    /// `f32` whatever the dtype, so both are element counts).
+    /// `f32` whatever the dtype, so both are element counts), and under the
+    /// `rendezvous` personality the bytes from which a transfer waits for
+    /// its receiver.
     fn boundaries(&self, dtype: Dtype) -> Vec<usize> {
-        vec![SUM_BLOCK * dtype.size(), PARALLEL_FROM * dtype.size()]
+        let mut boundaries = vec![SUM_BLOCK * dtype.size(), PARALLEL_FROM * dtype.size()];
+        if self.personality == Personality::Rendezvous {
+            boundaries.push(commcheck_cpu::RENDEZVOUS_FROM);
+        }
+        boundaries
     }
 
     fn hold(&self, _rank: &CpuRank, executor: &CpuExecutor) -> Option<HoldGuard> {

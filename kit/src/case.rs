@@ -85,6 +85,10 @@ pub(crate) struct Large {
     pub(crate) elements: usize,
     /// Which boundary they pass, for messages.
     pub(crate) why: String,
+    /// Whether the regime also runs a world whose subject is the transfer's
+    /// sender (RET cases on `send_receive`): a rendezvous send stays pending
+    /// until its receiver posts, and must retain what it reads until then.
+    pub(crate) sender: bool,
 }
 
 impl<H: Harness> Case<H> {

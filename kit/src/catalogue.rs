@@ -277,7 +277,12 @@ pub(crate) fn catalogue_within<H: Harness>(harness: &H, processes: Option<usize>
                 unclaimed,
                 large: large
                     .clone()
-                    .filter(|_| matrix && subject.operation().is_some_and(moves_data)),
+                    .filter(|_| matrix && subject.operation().is_some_and(moves_data))
+                    .map(|large| crate::case::Large {
+                        sender: subject == Subject::Operation(Operation::SendReceive)
+                            && row.id.starts_with("RET-"),
+                        ..large
+                    }),
             });
         }
     }

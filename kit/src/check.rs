@@ -16,6 +16,13 @@ pub enum Finding {
     /// lazy work), and reported `inconclusive` if it stays so. Never a pass,
     /// never blamed on the case's invariant.
     Inconclusive(String),
+    /// The subject's work ended, legitimately, before the check could see it
+    /// pending: a send that an eager protocol completes before its receiver
+    /// posts, in the world whose subject is the sender
+    /// (`crate::case::Large::sender`). That world checked nothing and is
+    /// passed over with a note; the case's other worlds decide its verdict.
+    /// Never used where the kit itself keeps the work pending.
+    NothingToCheck(String),
 }
 
 /// An inconclusive setup step, formatted (the message starts with `setup:`).

@@ -41,6 +41,11 @@ impl Planted for Defect {
 /// cross-ID failure means a check blames the wrong invariant.
 pub const OVERLAPS: &[(Defect, &str, &str)] = &[
     (
+        Defect::RendezvousInputNotRetained,
+        "RET-5",
+        "a sender's output is its input tensor itself; RET-5: \"the completion itself retains the output's storage\"",
+    ),
+    (
         Defect::DropReleasesPending,
         "CAN-6",
         "RET-4: dropping a completion \"in any state (pending, failed, timed out)\" frees nothing live; CAN-6: after a quarantine deadline \"every retained resource stays alive until the work really completes\"",

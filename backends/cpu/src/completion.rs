@@ -183,14 +183,14 @@ impl CpuCompletion {
 
     /// Waits until `stop` holds for the work's state or `deadline` passes:
     /// asleep on the core's condition variable, or, under the
-    /// [`Personality::SpinWait`](crate::Personality::SpinWait) personality,
+    /// [`Personality::spins`](crate::Personality::spins) personalities,
     /// polling in a busy loop on the calling thread.
     fn wait_until(
         &self,
         deadline: Option<Instant>,
         stop: impl Fn(&Observation) -> bool,
     ) -> Observation {
-        if self.device.personality() == crate::Personality::SpinWait {
+        if self.device.personality().spins() {
             if let Some(seen) = self.core.spin_until(deadline, &stop) {
                 return seen;
             }

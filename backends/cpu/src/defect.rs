@@ -47,6 +47,11 @@ defects! {
     /// [`PARALLEL_FROM`](crate::PARALLEL_FROM) elements only: a large
     /// input (the rendezvous side of a protocol switch) is held weakly.
     LargeInputNotRetained => "RET-3", "a collective other than broadcast keeps only a weak reference to an input of at least PARALLEL_FROM elements";
+    /// Under the `rendezvous` personality, a transfer that waits for its
+    /// receiver (at least [`RENDEZVOUS_FROM`](crate::RENDEZVOUS_FROM) bytes)
+    /// holds the sender's inputs weakly, and sends zeros where they were
+    /// freed (what reading freed memory would send).
+    RendezvousInputNotRetained => "RET-3", "under the rendezvous personality, a send that waits for its receiver keeps only a weak reference to its inputs";
     /// Dropping a pending completion releases what it retained.
     DropReleasesPending => "RET-4", "dropping a pending completion releases its retained resources";
     /// The completion does not retain the output storage.
@@ -147,6 +152,19 @@ defects! {
     AgreementLocal => "AGR-1", "agree_success resolves to the local status";
     /// `agree_success` blocks on its peers before returning.
     AgreementBlocks => "AGR-2", "agree_success blocks until every member has submitted (up to two seconds)";
+}
+
+impl Defect {
+    /// The personality whose path the defect lives on, where it lives on one
+    /// path only: a device with the defect takes that personality
+    /// ([`crate::CpuDevice::with_defect`]), since the defect would be inert
+    /// on any other.
+    pub const fn personality(self) -> Option<crate::Personality> {
+        match self {
+            Self::RendezvousInputNotRetained => Some(crate::Personality::Rendezvous),
+            _ => None,
+        }
+    }
 }
 
 impl std::fmt::Display for Defect {

@@ -46,6 +46,7 @@
 //! | `ExecutorNotRetained` | RET-2 | dropping the executor abandons queued work |
 //! | `CollectiveDropsResources` | RET-3 | communication work keeps only weak references to inputs, group and route |
 //! | `LargeInputNotRetained` | RET-3 | a collective other than `broadcast` keeps only a weak reference to an input of at least `PARALLEL_FROM` elements |
+//! | `RendezvousInputNotRetained` | RET-3 | under the `rendezvous` personality, a send that waits for its receiver keeps only a weak reference to its inputs |
 //! | `DropReleasesPending` | RET-4 | dropping a pending completion releases its resources |
 //! | `OutputNotRetained` | RET-5 | communication work keeps only a weak reference to its output |
 //! | `RetainDropsEarly` | RET-6 | `retain_until_complete` drops the value at once |
@@ -151,7 +152,7 @@ pub use crate::lane::Hold;
 pub use crate::ledger::{LedgerSnapshot, StorageId};
 pub use crate::ops::collectives::{PARALLEL_FROM, SUM_BLOCK};
 pub use crate::ops::CpuAgreement;
-pub use crate::personality::Personality;
+pub use crate::personality::{Personality, RENDEZVOUS_FROM};
 pub use crate::route::{CpuRoute, WireMessage};
 pub use crate::tensor::{CpuTensor, Element};
 

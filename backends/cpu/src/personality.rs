@@ -10,6 +10,7 @@
 //! | `collectives-cancel` | `NativeCancel` stops collectives and local work but not transfers (`send_receive`), so `supports_cancellation(NativeCancel)` honestly answers `false` |
 //! | `unstoppable` | running local work cannot be stopped: a `NativeCancel` teardown waits until it has finished |
 //! | `spin-wait` | `wait()` and `wait_bounded` poll the work's state in a busy loop on the calling thread instead of sleeping, as MPI progress loops and event-polling GPU waits do |
+//! | `rendezvous` | a transfer switches protocol at [`RENDEZVOUS_FROM`] bytes, as MPI, UCX and NCCL do: below it the sender's values are read as soon as its work runs (eager); from it on, the sender's work waits until the receiver has posted its receive, and only then reads the sender's buffer (rendezvous), so a large send stays pending until its receiver joins; waits spin as in `spin-wait` |
 //!
 //! A sixth design, completions that are not `Clone`, is the harness's
 //! (it offers no second handle), not the backend's.
@@ -45,16 +46,24 @@ pub enum Personality {
     Unstoppable,
     /// Waits poll in a busy loop on the calling thread (they never sleep).
     SpinWait,
+    /// Transfers of at least [`RENDEZVOUS_FROM`] bytes wait for their
+    /// receiver before reading the sender's buffer; waits spin.
+    Rendezvous,
 }
+
+/// The bytes from which the `rendezvous` personality's transfers wait for
+/// their receiver (its harness reports this boundary).
+pub const RENDEZVOUS_FROM: usize = 64 << 10;
 
 impl Personality {
     /// Every personality, the default first.
-    pub const ALL: [Self; 5] = [
+    pub const ALL: [Self; 6] = [
         Self::Lazy,
         Self::Eager,
         Self::CollectivesCancel,
         Self::Unstoppable,
         Self::SpinWait,
+        Self::Rendezvous,
     ];
 
     /// The personality's name, as [`str::parse`] takes it.
@@ -65,7 +74,19 @@ impl Personality {
             Self::CollectivesCancel => "collectives-cancel",
             Self::Unstoppable => "unstoppable",
             Self::SpinWait => "spin-wait",
+            Self::Rendezvous => "rendezvous",
         }
+    }
+
+    /// Whether waits poll in a busy loop (`spin-wait`, `rendezvous`).
+    pub fn spins(self) -> bool {
+        matches!(self, Self::SpinWait | Self::Rendezvous)
+    }
+
+    /// Whether a transfer of `bytes` waits for its receiver before reading
+    /// the sender's buffer.
+    pub fn rendezvous(self, bytes: usize) -> bool {
+        self == Self::Rendezvous && bytes >= RENDEZVOUS_FROM
     }
 }
 

@@ -33,10 +33,21 @@ pub(crate) struct RouteShared {
     destination: usize,
     mailbox: Mutex<VecDeque<Message>>,
     arrived: Condvar,
+    /// Receives posted and bundles sent so far (the `rendezvous`
+    /// personality's large sends wait for a receive no bundle answered yet).
+    posts: Mutex<Posts>,
+    posted: Condvar,
     wire: Mutex<Vec<WireMessage>>,
     /// The fabric and world of a route between processes: the source's
     /// process sends each message to the destination's.
     span: Option<(Arc<Fabric>, u64)>,
+}
+
+/// Receives posted and bundles sent on a route.
+#[derive(Default)]
+struct Posts {
+    posted: u64,
+    sent: u64,
 }
 
 fn guard<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -59,6 +70,8 @@ impl RouteShared {
             destination,
             mailbox: Mutex::new(VecDeque::new()),
             arrived: Condvar::new(),
+            posts: Mutex::new(Posts::default()),
+            posted: Condvar::new(),
             wire: Mutex::new(Vec::new()),
             span,
         })
@@ -125,6 +138,56 @@ impl RouteEnd {
         }
         guard(&shared.mailbox).push_back(message);
         shared.arrived.notify_all();
+    }
+
+    /// Whether the route's ends live in two processes (whose posts this
+    /// process does not see).
+    pub(crate) fn spans(&self) -> bool {
+        self.shared.span.is_some()
+    }
+
+    /// The destination posted a receive (its work started).
+    pub(crate) fn post(&self) {
+        guard(&self.shared.posts).posted += 1;
+        self.shared.posted.notify_all();
+    }
+
+    /// The source sent one bundle (one message, or two under the P2P-3
+    /// defect).
+    pub(crate) fn sent(&self) {
+        guard(&self.shared.posts).sent += 1;
+    }
+
+    /// Whether the destination has posted a receive that no bundle answered
+    /// yet (a rendezvous send can start at once).
+    pub(crate) fn receiver_posted(&self) -> bool {
+        let posts = guard(&self.shared.posts);
+        posts.posted > posts.sent
+    }
+
+    /// Waits, observing cancellation, until the destination has posted a
+    /// receive that no bundle answered yet (a rendezvous send's start).
+    pub(crate) fn await_receiver(
+        &self,
+        ctx: &WorkCtx<'_>,
+        operation: &'static str,
+    ) -> Result<(), CpuError> {
+        ctx.wake_on_cancel(
+            &self.shared,
+            |shared| (&shared.posts, &shared.posted),
+            || {
+                let mut posts = guard(&self.shared.posts);
+                loop {
+                    if posts.posted > posts.sent {
+                        return Ok(());
+                    }
+                    if ctx.cancelled() {
+                        return Err(CpuError::Cancelled { operation });
+                    }
+                    posts = ctx.block(&self.shared.posted, posts);
+                }
+            },
+        )
     }
 
     /// Waits for the next message, observing cancellation.

@@ -181,6 +181,14 @@ impl Element {
         }
     }
 
+    /// Bytes per element.
+    pub const fn size(self) -> usize {
+        match self {
+            Self::F32 => 4,
+            Self::F16 | Self::Bf16 => 2,
+        }
+    }
+
     /// `value` rounded to the nearest value of the element type.
     pub fn round(self, value: f32) -> f32 {
         match self {

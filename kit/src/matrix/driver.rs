@@ -255,6 +255,12 @@ impl<H: Harness> Pending<'_, '_, H> {
         if self.surely_pending() {
             return Ok(());
         }
+        if self.submitted.alone && !self.released {
+            return Err(crate::check::Finding::NothingToCheck(format!(
+                "the send ended before its receiver posted (an eager protocol at this size), before {what}: \
+                 no sender-side work was left pending to check"
+            )));
+        }
         let ended = self
             .submitted
             .watch
@@ -442,6 +448,7 @@ fn local_dependencies<H: Harness>(
         lazy,
         watch: None,
         feeder,
+        alone: false,
     })
 }
 
@@ -462,6 +469,7 @@ fn plain_submit<H: Harness>(
         lazy,
         watch: None,
         feeder,
+        alone: false,
     })
 }
 

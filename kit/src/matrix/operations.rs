@@ -151,6 +151,7 @@ where
             lazy: None,
             watch: None,
             feeder: None,
+            alone: false,
         })
     })
 }
@@ -213,6 +214,7 @@ where
         lazy: None,
         watch: None,
         feeder: None,
+        alone: false,
     }
 }
 
@@ -250,9 +252,14 @@ where
     Backend<H>: PointToPointBackend,
 {
     operation_driver(Operation::SendReceive, |ctx, executor, _| {
-        // The late peer (last rank) sends; the subject (rank 0) receives.
-        let source = ctx.size() - 1;
-        let route = ctx.route(ROUTE, source, 0)?;
+        // The late peer (last rank) sends and the subject (rank 0) receives;
+        // in the world whose subject sends (`RankCtx::subject_sends`), the
+        // other way round: a rendezvous send stays pending until its late
+        // receiver posts.
+        let late = ctx.size() - 1;
+        let sends = ctx.subject_sends();
+        let (source, destination) = if sends { (0, late) } else { (late, 0) };
+        let route = ctx.route(ROUTE, source, destination)?;
         let n = ctx.large().unwrap_or(4);
         let payload = if ctx.rank() == source {
             values(source, n)
@@ -268,33 +275,47 @@ where
         // whose submission waits for the peer never returns here; no SPEC
         // invariant bounds a submission (eredu says nothing), so that ends
         // the case inconclusive after a second instead of a watchdog's
-        // timeout blamed on the case's invariant.
-        let submitted = if ctx.rank() == source {
-            submit()
+        // timeout blamed on the case's invariant. (A sender that waits in its
+        // submission for a late receiver is the same.)
+        let early = ctx.rank() == 0;
+        let submitted = if early {
+            let what = if sends {
+                "send_receive() submitted by the sender before its receiver (a submission that waits for its peer)"
+            } else {
+                "send_receive() submitted by the receiver before its sender (a submission that waits for its peer)"
+            };
+            crate::world::guarded(what, crate::world::SETUP, slack::BLOCKED, submit)
         } else {
-            crate::world::guarded(
-                "send_receive() submitted by the receiver before its sender (a submission that waits for its peer)",
-                crate::world::SETUP,
-                slack::BLOCKED,
-                submit,
-            )
+            submit()
         };
         let submission = submitted.map_err(|e| failed(ctx, Operation::SendReceive, e))?;
         let outputs: Vec<_> = submission.output.iter().collect();
         let output_probes = probes(ctx, &outputs)?;
-        let verify = verify_tensors(Operation::SendReceive, submission.output, move || {
-            vec![values(source, n)]
-        });
+        // The receiver's output holds what arrived. A sender's output is
+        // its input itself: the subject keeps no handle on it, so that its
+        // retention is the completion's alone (RET-3, RET-5).
+        let alone = sends && ctx.rank() == 0;
+        let verify = if alone {
+            drop(submission.output);
+            None
+        } else {
+            Some(verify_tensors(
+                Operation::SendReceive,
+                submission.output,
+                move || vec![values(source, n)],
+            ))
+        };
         // The route endpoint must outlive nothing: the completion retains it (RET-3).
         drop(route);
         Ok(Submitted {
             completion: Handle::Communication(submission.completion),
             input_probes,
             output_probes,
-            verify: Some(verify),
+            verify,
             lazy: None,
             watch: None,
             feeder: None,
+            alone,
         })
     })
 }

@@ -49,6 +49,12 @@ pub(crate) struct Submitted<H: Harness> {
     /// one of the local work's.
     #[allow(dead_code, reason = "held, never read")]
     pub(crate) feeder: Option<Handle<H>>,
+    /// The work may end before its late peer joins (a transfer's sender,
+    /// which an eager protocol completes at once): it is surely pending only
+    /// while the backend says so (its observer, or `is_complete()` read
+    /// after the observation), and an end before the check looked leaves
+    /// nothing to check.
+    pub(crate) alone: bool,
 }
 
 /// Lazy work's known while: until when it is certainly pending, and about
@@ -74,6 +80,9 @@ impl<H: Harness> Submitted<H> {
                     crate::harness::WorkState::Completed | crate::harness::WorkState::Failed
                 )
             })
+            && (!self.alone
+                || self.watch.is_some()
+                || matches!(self.completion.is_complete(), Ok(false)))
     }
 
     /// How long released work may take to complete.
@@ -286,6 +295,7 @@ pub(super) fn one_to_one<H: Harness>(
         lazy: None,
         watch: None,
         feeder: None,
+        alone: false,
     })
 }
 

@@ -49,7 +49,8 @@ pub(super) fn from_finding(finding: Finding, id: &'static str, what: &str) -> Br
         Finding::Violation(message) => breach(id, format!("{what}: {message}")),
         Finding::NotSupported(message)
         | Finding::Harness(message)
-        | Finding::Inconclusive(message) => harness_breach(format!("{what}: {message}")),
+        | Finding::Inconclusive(message)
+        | Finding::NothingToCheck(message) => harness_breach(format!("{what}: {message}")),
     }
 }
 

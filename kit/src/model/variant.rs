@@ -78,6 +78,7 @@ fn one_to_one<H: Harness>(
         lazy: None,
         watch: None,
         feeder: None,
+        alone: false,
     })
 }
 
@@ -325,6 +326,7 @@ where
         lazy: None,
         watch: None,
         feeder: None,
+        alone: false,
     })
 }
 

@@ -75,12 +75,13 @@ fn attempt<H: Harness>(
             }
         }
     };
-    let world_at = |ranks: usize, large: Option<usize>| -> WorldEnd {
+    let world_at = |(ranks, large, sends): Regime| -> WorldEnd {
         let run = Run {
             journal: Arc::clone(&run.journal),
             attempt: run.attempt,
             large,
             largest_world: case.worlds.iter().copied().max().unwrap_or(ranks),
+            sends,
         };
         match worlds {
             Worlds::AtOnce(world) | Worlds::InTurn(world) => {
@@ -90,26 +91,33 @@ fn attempt<H: Harness>(
     };
     // Each size at the standard submissions, then once more (a fresh world
     // of the first size) past the harness's protocol boundaries where the
-    // case has such a regime.
-    let mut runs: Vec<(usize, Option<usize>)> =
-        case.worlds.iter().map(|&ranks| (ranks, None)).collect();
+    // case has such a regime, and (RET cases on a transfer) once more with
+    // the sender as the subject.
+    let mut runs: Vec<Regime> = case
+        .worlds
+        .iter()
+        .map(|&ranks| (ranks, None, false))
+        .collect();
     if let (Some(&ranks), Some(large)) = (case.worlds.first(), case.large.as_ref()) {
-        runs.push((ranks, Some(large.elements)));
+        runs.push((ranks, Some(large.elements), false));
+        if large.sender {
+            runs.push((ranks, Some(large.elements), true));
+        }
     }
     let mut ends: Vec<Option<WorldEnd>> = match worlds {
         Worlds::AtOnce(_) if runs.len() > 1 => std::thread::scope(|scope| {
             let running: Vec<_> = runs
                 .iter()
-                .map(|&(ranks, large)| {
+                .map(|&world| {
                     std::thread::Builder::new()
                         .name("commcheck-case-world".into())
-                        .spawn_scoped(scope, move || world_at(ranks, large))
+                        .spawn_scoped(scope, move || world_at(world))
                 })
                 .collect();
             running
                 .into_iter()
                 .zip(&runs)
-                .map(|(spawned, &(ranks, large))| match spawned {
+                .map(|(spawned, &world)| match spawned {
                     Ok(thread) => thread.join().unwrap_or_else(|payload| WorldEnd::Crashed {
                         rank: 0,
                         message: format!(
@@ -118,7 +126,7 @@ fn attempt<H: Harness>(
                         ),
                     }),
                     // No thread to run it on: run it here, after the others.
-                    Err(_) => world_at(ranks, large),
+                    Err(_) => world_at(world),
                 })
                 .map(Some)
                 .collect()
@@ -127,15 +135,16 @@ fn attempt<H: Harness>(
     };
     // The verdict is that of the first run (in order) that does not pass.
     let mut ran = Vec::new();
-    for (&(ranks, large), end) in runs.iter().zip(&mut ends) {
+    for (&world, end) in runs.iter().zip(&mut ends) {
+        let (ranks, large, _) = world;
         if large.is_none() {
             ran.push(ranks);
         }
-        let end = end.take().unwrap_or_else(|| world_at(ranks, large));
+        let end = end.take().unwrap_or_else(|| world_at(world));
         // A blocked call has not returned, and an overrun world's ranks
         // are still running: neither is retried beside them.
         let blocked = matches!(end, WorldEnd::Blocked { .. } | WorldEnd::Overran { .. });
-        let (verdict, message) = classify(case, (ranks, large), end, limit, run);
+        let (verdict, message) = classify(case, world, end, limit, run);
         if verdict != Verdict::Pass {
             return Attempt {
                 verdict,
@@ -153,11 +162,16 @@ fn attempt<H: Harness>(
     }
 }
 
+/// One world run of a case: its ranks, its elements per rank past the
+/// protocol boundaries (`None`: the standard submissions), and whether the
+/// transfer's subject is its sender.
+type Regime = (usize, Option<usize>, bool);
+
 /// The verdict of one world run, of `ranks` ranks, at the standard
 /// submissions or (`large`) past the harness's protocol boundaries.
 fn classify<H: Harness>(
     case: &Case<H>,
-    (ranks, large): (usize, Option<usize>),
+    (ranks, large, sends): Regime,
     end: WorldEnd,
     limit: Duration,
     run: &Run,
@@ -168,6 +182,9 @@ fn classify<H: Harness>(
     }
     if let (Some(elements), Some(regime)) = (large, case.large.as_ref()) {
         parts.push(format!("{elements} elements per rank, {}", regime.why));
+    }
+    if sends {
+        parts.push("the subject sends, its late peer receives".to_owned());
     }
     let world = if parts.is_empty() {
         String::new()
@@ -245,6 +262,9 @@ fn classify<H: Harness>(
                         case.name()
                     )),
                     Err(Finding::NotSupported(reason)) => unsupported.push(reason),
+                    Err(Finding::NothingToCheck(message)) => run.journal_note(&format!(
+                        "nothing to check on rank {rank}{world}: {message}"
+                    )),
                 }
             }
             if !failures.is_empty() {

@@ -184,6 +184,26 @@ fn storage_stays_allocated<'c, 'w, H: Harness>(
                 Finding::Violation(message) => crate::check::setup(message),
                 other => other,
             })?;
+        // Now the subject's work runs, and waits for its late peer (a
+        // collective's member, a receiver, a rendezvous send): a backend
+        // that keeps a reference only while work is queued frees it here.
+        settle();
+        let probes = match storage {
+            Storage::Inputs => &pending.submitted.input_probes,
+            Storage::Outputs => &pending.submitted.output_probes,
+        };
+        let live = probes.iter().filter(|p| p.is_live()).count();
+        if live < total && pending.surely_pending() {
+            return Err(Finding::Violation(format!(
+                "{}: {freed} ({} of {total} {what} storage(s) freed once the work ahead of it on the executor \
+                 had finished, while it still waited for its late peer; expected all allocated until completion)",
+                driver.subject,
+                total - live,
+            )));
+        }
+        pending.confirm(&format!(
+            "the {what} storages were checked once the work started"
+        ))?;
     }
     Ok(pending)
 }
@@ -219,7 +239,8 @@ fn text(finding: Finding) -> String {
         Finding::Violation(m)
         | Finding::NotSupported(m)
         | Finding::Harness(m)
-        | Finding::Inconclusive(m) => m,
+        | Finding::Inconclusive(m)
+        | Finding::NothingToCheck(m) => m,
     }
 }
 
@@ -338,6 +359,8 @@ fn dropping_a_completion_frees_nothing_live<H: Harness>(
     drop(pending.submitted.verify.take());
     settle();
     if !all_live(&probes) {
+        // Work that may end by itself (a send) and did: nothing to check.
+        pending.confirm("the completion was dropped")?;
         return Err(crate::check::setup(format!(
             "{}: {} of {} probed storage(s) were freed before the completion was dropped (with \
              the caller's handles gone): that is RET-1/RET-3/RET-5's business, and RET-4 cannot \

@@ -431,7 +431,11 @@ pub(crate) fn past_boundaries<H: crate::harness::Harness>(
     let fits = harness
         .max_message_bytes()
         .is_none_or(|limit| elements * size <= limit);
-    fits.then_some(crate::case::Large { elements, why })
+    fits.then_some(crate::case::Large {
+        elements,
+        why,
+        sender: false,
+    })
 }
 
 /// [`sweep`] for a world of `world` members in a case whose largest world is

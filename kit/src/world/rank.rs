@@ -68,6 +68,8 @@ pub struct RankCtx<'w, H: Harness> {
     pub(super) large: Option<usize>,
     /// See [`RankCtx::largest_world`].
     pub(super) largest_world: usize,
+    /// See [`RankCtx::subject_sends`].
+    pub(super) sends: bool,
     /// Late-peer rounds this rank has started (see `matrix::Pending`).
     pub(crate) rounds: std::cell::Cell<usize>,
     /// Whether a bounded wait earlier in the case left this rank's
@@ -104,6 +106,7 @@ impl<'w, H: Harness> RankCtx<'w, H> {
             attempt: 0,
             large: None,
             largest_world: size,
+            sends: false,
             rounds: std::cell::Cell::new(0),
             fenced: std::cell::Cell::new(false),
             dtype: std::cell::Cell::new(Dtype::F32),
@@ -128,6 +131,14 @@ impl<'w, H: Harness> RankCtx<'w, H> {
     /// the value checks' size sweep runs there too.
     pub(crate) fn largest_world(&self) -> usize {
         self.largest_world.max(self.size)
+    }
+
+    /// Whether the subject (rank 0) of the completion matrix's transfer is
+    /// its sender in this world, its late peer the receiver (a send a
+    /// rendezvous protocol keeps pending until the receiver posts); the
+    /// receiver otherwise.
+    pub(crate) fn subject_sends(&self) -> bool {
+        self.sends
     }
 
     /// Number of ranks in the world.

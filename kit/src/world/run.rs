@@ -77,6 +77,7 @@ pub(crate) fn run_ranks<H: Harness>(
         let attempt = run.attempt;
         let large = run.large;
         let largest_world = run.largest_world;
+        let sends = run.sends;
         let signals = Arc::clone(&world.signals);
         move || {
             let built = catch_unwind(AssertUnwindSafe(|| harness.world(ranks)));
@@ -153,6 +154,7 @@ pub(crate) fn run_ranks<H: Harness>(
                                     attempt,
                                     large,
                                     largest_world,
+                                    sends,
                                     rounds: std::cell::Cell::new(0),
                                     fenced: std::cell::Cell::new(false),
                                     dtype: std::cell::Cell::new(Dtype::F32),
@@ -254,9 +256,17 @@ pub(crate) struct Run {
     /// The largest of the case's worlds
     /// ([`RankCtx::largest_world`](super::RankCtx::largest_world)).
     pub(crate) largest_world: usize,
+    /// Whether the subject rank of a transfer is its sender in this world
+    /// ([`RankCtx::subject_sends`](super::RankCtx::subject_sends)).
+    pub(crate) sends: bool,
 }
 
 impl Run {
+    /// Records a note of the case seen by the supervisor.
+    pub(crate) fn journal_note(&self, note: &str) {
+        guard(&self.journal.notes).push(note.to_owned());
+    }
+
     /// Records a violation of `invariant` seen by the supervisor.
     pub(crate) fn journal_attribute(&self, invariant: &str, message: &str) {
         guard(&self.journal.attributed).push(Attributed {

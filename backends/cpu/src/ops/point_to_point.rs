@@ -1,6 +1,6 @@
 //! `PointToPointBackend`: ordered bundles over a directed route.
 
-use std::sync::Weak;
+use std::sync::{Arc, Weak};
 
 use eredu_core::Submission;
 use eredu_runtime::backend::PointToPointBackend;
@@ -26,10 +26,21 @@ impl PointToPointBackend for CpuBackend {
         executor: &CpuExecutor,
     ) -> Result<Submission<Vec<CpuTensor>, CpuCompletion>, CpuError> {
         let device = executor.device();
-        let retain_inputs = !device.has(Defect::CollectiveDropsResources);
+        // The `rendezvous` personality's large sends wait for the receiver
+        // before they read the sender's buffer (not across processes, whose
+        // posts this process does not see).
+        let bytes: usize = values
+            .iter()
+            .map(|value| value.tensor().len() * value.tensor().element().size())
+            .sum();
+        let rendezvous =
+            route.is_source() && device.personality().rendezvous(bytes) && !route.end.spans();
+        let weak_inputs = rendezvous && device.has(Defect::RendezvousInputNotRetained);
+        let retain_route = !device.has(Defect::CollectiveDropsResources);
+        let retain_inputs = retain_route && !weak_inputs;
         let retain_output = !device.has(Defect::OutputNotRetained);
         let mut retention = Retention::default();
-        let end = retention.keep(&route.end, retain_inputs);
+        let end = retention.keep(&route.end, retain_route);
         let (headers, tensors): (Vec<Vec<u8>>, Vec<CpuTensor>) = values
             .into_iter()
             .map(RoleExactBoundaryValue::into_parts)
@@ -41,13 +52,34 @@ impl PointToPointBackend for CpuBackend {
             .iter()
             .map(|t| (retention.storage(t, retain_inputs), t.dims().to_vec()))
             .collect();
+        // The planted defect keeps its inputs in the queued work item only,
+        // and lets them go once the send must wait for its receiver.
+        let queued: Vec<_> = if weak_inputs {
+            tensors.iter().map(|t| Arc::clone(t.storage())).collect()
+        } else {
+            Vec::new()
+        };
         let (output, body): (Vec<CpuTensor>, Body) = if route.is_source() {
             let separate = device.has(Defect::SeparateHeaderMessage);
-            let body = Box::new(move |_: &WorkCtx<'_>| {
+            let body = Box::new(move |ctx: &WorkCtx<'_>| {
                 let end = reach(&end, OP, "route")?;
+                if rendezvous {
+                    if !end.receiver_posted() {
+                        drop(queued);
+                    }
+                    end.await_receiver(ctx, OP)?;
+                }
                 let mut framed = Vec::with_capacity(inputs.len());
                 for ((weak, shape), header) in inputs.iter().zip(headers) {
-                    let payload = reach(weak, OP, "input storage")?.force()?;
+                    let payload = match reach(weak, OP, "input storage") {
+                        Ok(storage) => storage.force()?,
+                        // The planted defect reads freed memory: zeros here.
+                        Err(_) if weak_inputs => {
+                            let len = shape.iter().map(|&d| d.max(0) as usize).product();
+                            Arc::new(vec![0.0; len])
+                        }
+                        Err(error) => return Err(error),
+                    };
                     framed.push(Framed {
                         header,
                         shape: shape.clone(),
@@ -55,6 +87,7 @@ impl PointToPointBackend for CpuBackend {
                     });
                 }
                 send(&end, framed, separate);
+                end.sent();
                 Ok(())
             });
             (tensors, body)
@@ -71,6 +104,7 @@ impl PointToPointBackend for CpuBackend {
             let reversed = device.has(Defect::PointToPointReversed);
             let body = Box::new(move |ctx: &WorkCtx<'_>| {
                 let end = reach(&end, OP, "route")?;
+                end.post();
                 let result = receive(ctx, &end, &headers, &inputs, check_headers);
                 let slots = slots
                     .iter()
