@@ -37,21 +37,29 @@ pub(crate) fn p2p1_links(seed: u64, n: usize, first_id: u64, sweep: &[usize]) ->
 
 /// The sweep's nonzero sizes in ascending, descending and mixed order (the
 /// largest, the smallest, the second largest, ...): one order when there is
-/// one size, none when there is none.
+/// one size, none when there is none. Where the sweep has sizes around a
+/// named boundary (counts above the sweep's fixed 257 besides its largest),
+/// those already straddle every protocol class, and the descending and
+/// mixed bundles leave out the largest message (4 MiB per rank, which the
+/// ascending one carries).
 fn size_orders(sweep: &[usize]) -> Vec<Vec<usize>> {
     let mut ascending: Vec<usize> = sweep.iter().copied().filter(|&c| c > 0).collect();
     ascending.sort_unstable();
     if ascending.len() < 2 {
         return [ascending].into_iter().filter(|o| !o.is_empty()).collect();
     }
-    let descending: Vec<usize> = ascending.iter().rev().copied().collect();
-    let mut mixed = Vec::with_capacity(ascending.len());
-    let (mut low, mut high) = (0, ascending.len());
+    let mut others = ascending.clone();
+    if others.iter().filter(|&&c| c > 257).count() > 1 {
+        others.pop();
+    }
+    let descending: Vec<usize> = others.iter().rev().copied().collect();
+    let mut mixed = Vec::with_capacity(others.len());
+    let (mut low, mut high) = (0, others.len());
     while low < high {
         high -= 1;
-        mixed.push(ascending[high]);
+        mixed.push(others[high]);
         if low < high {
-            mixed.push(ascending[low]);
+            mixed.push(others[low]);
             low += 1;
         }
     }
@@ -121,6 +129,11 @@ mod tests {
             vec![vec![1, 7, 257], vec![257, 7, 1], vec![257, 1, 7]]
         );
         assert_eq!(size_orders(&[0, 5]), vec![vec![5]]);
+        // Around a named boundary, the largest rides in ascending order only.
+        let orders = size_orders(&[1, 4095, 4097, 1 << 20]);
+        assert_eq!(orders[0], vec![1, 4095, 4097, 1 << 20]);
+        assert_eq!(orders[1], vec![4097, 4095, 1]);
+        assert_eq!(orders[2], vec![4097, 1, 4095]);
         assert!(size_orders(&[0]).is_empty());
     }
 }
