@@ -109,7 +109,8 @@ impl CpuDevice {
             shared: Arc::new(DeviceShared {
                 ledger: Arc::new(Ledger::default()),
                 defect,
-                personality: Personality::Lazy,
+                // A defect that lives on one personality's path takes it.
+                personality: defect.and_then(Defect::personality).unwrap_or_default(),
                 refused: Vec::new(),
                 next_id: AtomicU64::new(1),
                 submissions: AtomicU64::new(0),

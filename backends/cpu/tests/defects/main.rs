@@ -45,6 +45,10 @@ const SCENARIOS: &[(Defect, Scenario)] = &[
     (Defect::ExecutorNotRetained, executor_not_retained),
     (Defect::CollectiveDropsResources, collective_drops_resources),
     (Defect::LargeInputNotRetained, large_input_not_retained),
+    (
+        Defect::RendezvousInputNotRetained,
+        rendezvous_input_not_retained,
+    ),
     (Defect::DropReleasesPending, drop_releases_pending),
     (Defect::OutputNotRetained, output_not_retained),
     (Defect::RetainDropsEarly, retain_drops_early),
@@ -143,7 +147,15 @@ fn every_planted_defect_misbehaves_as_described() {
 
 #[test]
 fn every_scenario_passes_on_a_correct_device() {
-    let failures = mismatches(|_| CpuDevice::new(), false);
+    // A correct device in the personality the defect lives on, if any.
+    let failures = mismatches(
+        |defect| {
+            CpuDevice::new()
+                .with_personality(defect.personality().unwrap_or_default())
+                .expect("a fresh device takes a personality")
+        },
+        false,
+    );
     assert!(failures.is_empty(), "{failures:#?}");
 }
 

@@ -4,9 +4,11 @@
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use commcheck_cpu::{CpuBackend, CpuDevice, CpuError};
+use commcheck_cpu::{CpuBackend, CpuDevice, CpuError, Phase};
 use eredu_core::{BoundedCompletion, Submission};
-use eredu_runtime::backend::{CommunicationBackend, SubmissionBackend, SumReductionBackend};
+use eredu_runtime::backend::{
+    CommunicationBackend, PointToPointBackend, SubmissionBackend, SumReductionBackend,
+};
 
 use crate::common::*;
 use crate::support::*;
@@ -64,6 +66,45 @@ pub(crate) fn large_input_not_retained(d: &CpuDevice) -> bool {
         live
     };
     retained(4) && !retained(commcheck_cpu::PARALLEL_FROM)
+}
+
+/// A rendezvous send (the device takes the defect's `rendezvous`
+/// personality) whose receiver has not posted: once it runs, waiting for the
+/// receiver, its input is freed although the caller's handle was moved into
+/// the submission; a correct device keeps it until the send completes.
+pub(crate) fn rendezvous_input_not_retained(d: &CpuDevice) -> bool {
+    let n = commcheck_cpu::RENDEZVOUS_FROM / 4 + 1;
+    let id = eredu_runtime::CommunicationRouteId::new(1);
+    let source = d.route(id, 0, 1, 0).unwrap();
+    let destination = d.route(id, 0, 1, 1).unwrap();
+    let roles: [(&str, &[usize]); 1] = [("large", &[n])];
+    let t = tensor(d, &vec![1.0; n], &[i32::try_from(n).unwrap()]);
+    let storage = t.storage_id();
+    let Submission {
+        output,
+        completion: send,
+    } = CpuBackend::send_receive(
+        framed("defects", id, &roles, vec![t]),
+        &source,
+        &d.executor(),
+    )
+    .unwrap();
+    // A sender's output is its input itself: the caller keeps no handle.
+    drop(output);
+    let observer = send.observer();
+    // Running: waiting for the receiver (what it frees, it frees first).
+    eventually_within(BOUND, || observer.observe().phase == Phase::Running);
+    let freed = eventually_within(BOUND, || !d.storage_live(storage));
+    let placeholder = tensor(d, &vec![0.0; n], &[i32::try_from(n).unwrap()]);
+    let receive = CpuBackend::send_receive(
+        framed("defects", id, &roles, vec![placeholder]),
+        &destination,
+        &d.executor(),
+    )
+    .unwrap();
+    let _ = finish(send);
+    let _ = finish(receive.completion);
+    freed
 }
 
 pub(crate) fn drop_releases_pending(d: &CpuDevice) -> bool {
