@@ -411,14 +411,20 @@ fn independent_backend_gaps_are_caught() {
 }
 
 /// Further mutants the sequence model finds, each with the invariant its
-/// divergence must name, on every run (timing-window defects are
-/// [`timing_window_mutants_are_found_at_a_rate`]'s). (Defects outside the model's reach are proven by
-/// the suites: ones that only hang or slow a call down, need an executor
-/// drop, empty or lazy submissions, or fail_next_submission; and ones whose
-/// every failing replay takes seconds, which shrinking repeats: a leak the
-/// final drain proves, `resources_releasable` never turning true (EXC-9).
-/// The fuzz targets find those too, see fuzz/README.md.)
+/// divergence must name (timing-window defects are
+/// [`timing_window_mutants_are_found_at_a_rate`]'s). (Defects outside the
+/// model's reach are proven by the suites: ones that only hang or slow a call
+/// down, need an executor drop, empty or lazy submissions, or
+/// fail_next_submission; and ones whose every failing replay takes seconds,
+/// which shrinking repeats: a leak the final drain proves,
+/// `resources_releasable` never turning true (EXC-9). The fuzz targets find
+/// those too, see fuzz/README.md.) A random search whose outcome still
+/// depends on scheduling (a fresh-clone CI beside other jobs missed
+/// `AllToAllZeroSkips` once), so it is the nightly job's, out of the README's
+/// test command; every one of these defects is proven on its own ID by the
+/// catalogue's precision matrix (`tests/mutants`).
 #[test]
+#[ignore = "a random search: nightly (.ci/nightly); the precision matrix proves each defect"]
 fn mutants_are_found_and_named() {
     let table = [
         (Defect::LocalWorkDropsInputs, "RET-1"),
