@@ -50,6 +50,13 @@ struct Posts {
     sent: u64,
 }
 
+impl Posts {
+    /// Whether a posted receive has no bundle sent for it yet.
+    fn unanswered(&self) -> bool {
+        self.posted > self.sent
+    }
+}
+
 fn guard<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     match mutex.lock() {
         Ok(guard) => guard,
@@ -161,8 +168,7 @@ impl RouteEnd {
     /// Whether the destination has posted a receive that no bundle answered
     /// yet (a rendezvous send can start at once).
     pub(crate) fn receiver_posted(&self) -> bool {
-        let posts = guard(&self.shared.posts);
-        posts.posted > posts.sent
+        guard(&self.shared.posts).unanswered()
     }
 
     /// Waits, observing cancellation, until the destination has posted a
@@ -172,21 +178,11 @@ impl RouteEnd {
         ctx: &WorkCtx<'_>,
         operation: &'static str,
     ) -> Result<(), CpuError> {
-        ctx.wake_on_cancel(
-            &self.shared,
+        self.wait_for(
+            ctx,
+            operation,
             |shared| (&shared.posts, &shared.posted),
-            || {
-                let mut posts = guard(&self.shared.posts);
-                loop {
-                    if posts.posted > posts.sent {
-                        return Ok(());
-                    }
-                    if ctx.cancelled() {
-                        return Err(CpuError::Cancelled { operation });
-                    }
-                    posts = ctx.block(&self.shared.posted, posts);
-                }
-            },
+            |posts| posts.unanswered().then_some(()),
         )
     }
 
@@ -196,23 +192,37 @@ impl RouteEnd {
         ctx: &WorkCtx<'_>,
         operation: &'static str,
     ) -> Result<Message, CpuError> {
-        // A cancellation request wakes the wait for a message.
-        ctx.wake_on_cancel(
-            &self.shared,
+        self.wait_for(
+            ctx,
+            operation,
             |shared| (&shared.mailbox, &shared.arrived),
-            || {
-                let mut mailbox = guard(&self.shared.mailbox);
-                loop {
-                    if let Some(message) = mailbox.pop_front() {
-                        return Ok(message);
-                    }
-                    if ctx.cancelled() {
-                        return Err(CpuError::Cancelled { operation });
-                    }
-                    mailbox = ctx.block(&self.shared.arrived, mailbox);
-                }
-            },
+            VecDeque::pop_front,
         )
+    }
+
+    /// Blocks on one of the route's condition variables until `ready` takes
+    /// something from what its mutex guards; a cancellation request wakes
+    /// the wait and ends it.
+    fn wait_for<T: 'static, R>(
+        &self,
+        ctx: &WorkCtx<'_>,
+        operation: &'static str,
+        parts: fn(&RouteShared) -> (&Mutex<T>, &Condvar),
+        mut ready: impl FnMut(&mut T) -> Option<R>,
+    ) -> Result<R, CpuError> {
+        ctx.wake_on_cancel(&self.shared, parts, || {
+            let (mutex, condvar) = parts(&self.shared);
+            let mut state = guard(mutex);
+            loop {
+                if let Some(taken) = ready(&mut state) {
+                    return Ok(taken);
+                }
+                if ctx.cancelled() {
+                    return Err(CpuError::Cancelled { operation });
+                }
+                state = ctx.block(condvar, state);
+            }
+        })
     }
 }
 

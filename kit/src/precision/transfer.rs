@@ -53,11 +53,11 @@ pub(super) fn bundle_by_size(
     let Semantics::Broadcast { root } = scenario.semantics else {
         return None;
     };
-    (member == root).then_some(())?;
-    let mut by_size: Vec<usize> = (0..scenario.size()).collect();
+    let n = scenario.size();
+    let mut by_size: Vec<usize> = (0..n).collect();
     by_size.sort_by_key(|&i| scenario.inputs[i].len());
-    let other = by_size[root];
-    (other != root).then(|| fitted(scenario.inputs[other].clone(), expected.values.len()))
+    let by = (by_size.get(root)? + n - root) % n;
+    (by != 0).then(|| bundle_value(scenario, member, expected, by))?
 }
 
 pub(super) fn placeholder_returned(

@@ -82,10 +82,11 @@ impl DataCoverage {
             })
             .collect();
         format!(
-            "dtypes {}; size sweep on worlds of {:?} (the largest size on a world of {} only): {}",
+            "dtypes {}; size sweep on worlds of {:?} (the largest size on a world of {} only, a world beyond {:?} in f32 only): {}",
             names.join(", "),
             self.sweep_worlds,
             scenario::LARGEST_WORLD,
+            scenario::SWEEP_WORLDS,
             sweeps.join("; ")
         )
     }
