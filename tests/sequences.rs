@@ -338,8 +338,11 @@ fn mutant_drop_releases_pending_shrinks_to_a_minimal_sequence() {
 /// The model gaps an independent backend found, each now caught by a short
 /// sequence naming its invariant: agreement that resolves to the local
 /// status, uneven-gather counts read as element counts, a receiver that
-/// skips the header comparison, and `resources_releasable` turning true
-/// after a timed-out bounded wait (read on a second handle).
+/// skips the header comparison, a broadcast root reporting completion
+/// before its own part ran (its late peer may legally join after it
+/// completed, so the model calls it blocked by the hold ahead of it, never
+/// by its peer), and `resources_releasable` turning true after a timed-out
+/// bounded wait (read on a second handle).
 #[test]
 fn independent_backend_gaps_are_caught() {
     let released = |work| {
@@ -376,6 +379,25 @@ fn independent_backend_gaps_are_caught() {
                 values: 0,
                 header: Header::Schema,
             }),
+        ),
+        // A broadcast root may complete before its late peer joins, never
+        // before its own part ran: here it is queued behind held local work.
+        (
+            Defect::BroadcastRootEarly,
+            "EXC-2",
+            vec![
+                Op::Submit {
+                    work: Work::LocalDependencies,
+                    lane: 0,
+                    fault: false,
+                },
+                Op::Submit {
+                    work: Work::Broadcast { root: 0 },
+                    lane: 0,
+                    fault: false,
+                },
+                Op::IsComplete { sub: 1 },
+            ],
         ),
         (
             Defect::ReleasableAfterDeadline,

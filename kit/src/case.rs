@@ -85,9 +85,11 @@ pub(crate) struct Large {
     pub(crate) elements: usize,
     /// Which boundary they pass, for messages.
     pub(crate) why: String,
-    /// Whether the regime also runs a world whose subject is the transfer's
-    /// sender (RET cases on `send_receive`): a rendezvous send stays pending
-    /// until its receiver posts, and must retain what it reads until then.
+    /// Whether the regime also runs a world whose subject is the member
+    /// whose part needs no peer (RET and EXC-2 cases on `send_receive`, the
+    /// sender, and `broadcast`, the root): a rendezvous send stays pending
+    /// until its receiver posts, and must retain what it reads until then;
+    /// an eager one may end before, never before its own part is done.
     pub(crate) sender: bool,
 }
 

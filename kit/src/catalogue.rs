@@ -279,8 +279,7 @@ pub(crate) fn catalogue_within<H: Harness>(harness: &H, processes: Option<usize>
                     .clone()
                     .filter(|_| matrix && subject.operation().is_some_and(moves_data))
                     .map(|large| crate::case::Large {
-                        sender: subject == Subject::Operation(Operation::SendReceive)
-                            && row.id.starts_with("RET-"),
+                        sender: sender_world(subject, row.id),
                         ..large
                     }),
             });
@@ -305,4 +304,17 @@ pub(crate) fn catalogue_within<H: Harness>(harness: &H, processes: Option<usize>
             .position(|inv| inv.id == case.invariant.id)
     });
     cases
+}
+
+/// Whether a matrix case past the boundaries also runs a world whose subject
+/// is the member whose part needs no peer (a transfer's sender, a
+/// broadcast's root): such a member may complete before its late peers join
+/// (an eager protocol), or stay pending until they do (rendezvous), and
+/// must retain what it reads (RET) and never report completion before its
+/// own part is done (EXC-2) either way.
+fn sender_world(subject: Subject, id: &str) -> bool {
+    matches!(
+        subject.operation(),
+        Some(Operation::SendReceive | Operation::Broadcast)
+    ) && (id.starts_with("RET-") || id == "EXC-2")
 }

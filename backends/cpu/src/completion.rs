@@ -56,6 +56,9 @@ pub struct CpuCompletion {
     /// error (the `SubmissionClearsError` defect).
     error_reported_at: Cell<Option<u64>>,
     stale_query_served: Cell<bool>,
+    /// Reports completion before its work ran (the `BroadcastRootEarly`
+    /// defect, on a broadcast's root only).
+    early: bool,
 }
 
 impl Clone for CpuCompletion {
@@ -71,6 +74,7 @@ impl Clone for CpuCompletion {
             reported_error: self.reported_error.clone(),
             error_reported_at: self.error_reported_at.clone(),
             stale_query_served: self.stale_query_served.clone(),
+            early: self.early,
         }
     }
 }
@@ -147,6 +151,7 @@ impl CpuCompletion {
             reported_error: Cell::new(false),
             error_reported_at: Cell::new(None),
             stale_query_served: Cell::new(false),
+            early: false,
         }
     }
 
@@ -157,6 +162,13 @@ impl CpuCompletion {
 
     pub(crate) fn with_fenced_group(mut self, group: Option<Arc<GroupMember>>) -> Self {
         self.fenced_group = group;
+        self
+    }
+
+    /// This handle reports `Ok(true)` from `is_complete` before its work
+    /// ran (the `BroadcastRootEarly` defect).
+    pub(crate) fn reporting_early(mut self) -> Self {
+        self.early = true;
         self
     }
 
@@ -274,8 +286,9 @@ impl Completion for CpuCompletion {
         }
         let complete = match seen.phase {
             Phase::Completed => true,
-            Phase::Running => self.has(Defect::EarlyCompletion),
-            _ => false,
+            Phase::Running => self.early || self.has(Defect::EarlyCompletion),
+            Phase::Queued => self.early,
+            Phase::Failed | Phase::Cancelled => false,
         };
         if complete
             && self.has(Defect::StaleCompletionQuery)

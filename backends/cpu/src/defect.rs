@@ -66,6 +66,11 @@ defects! {
     BlockingIsComplete => "EXC-1", "is_complete blocks until completion, up to two seconds";
     /// `is_complete` reports success as soon as the work has started.
     EarlyCompletion => "EXC-2", "is_complete reports Ok(true) once the work has started";
+    /// A broadcast's root reports `Ok(true)` from `is_complete` while its
+    /// own part has not run (queued behind earlier work on its lane, or still
+    /// copying): a root needs no peer's part, and may legally complete
+    /// before its peers join, but never before its own part is done.
+    BroadcastRootEarly => "EXC-2", "a broadcast root's is_complete reports Ok(true) before the root's own part has run";
     /// `is_complete` reports `Ok(false)` once after having reported `Ok(true)`.
     NonMonotonicCompletion => "EXC-3", "is_complete reports Ok(false) once after Ok(true)";
     /// `wait` waits until every executor of the device is idle.

@@ -54,6 +54,7 @@
 //! | `LocalDepsFenceGroup` | RET-8 | local dependencies retain and fence the executor's last group |
 //! | `BlockingIsComplete` | EXC-1 | `is_complete` blocks (up to two seconds) |
 //! | `EarlyCompletion` | EXC-2 | `is_complete` is true once work has started |
+//! | `BroadcastRootEarly` | EXC-2 | a broadcast root's `is_complete` is true before its own part ran |
 //! | `NonMonotonicCompletion` | EXC-3 | `is_complete` says false once after true |
 //! | `WaitForDevice` | EXC-4 | `wait` waits for all work on the device |
 //! | `StaleCompletionQuery` | EXC-5 | the first `is_complete` after completion says false |

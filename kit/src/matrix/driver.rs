@@ -257,8 +257,8 @@ impl<H: Harness> Pending<'_, '_, H> {
         }
         if self.submitted.alone && !self.released {
             return Err(crate::check::Finding::NothingToCheck(format!(
-                "the send ended before its receiver posted (an eager protocol at this size), before {what}: \
-                 no sender-side work was left pending to check"
+                "the subject's part (a send, a broadcast's root) ended before its late peer joined (an eager \
+                 protocol at this size), before {what}: no work was left pending to check on its side"
             )));
         }
         let ended = self

@@ -114,8 +114,12 @@ where
     Backend<H>: BroadcastBackend,
 {
     operation_driver(Operation::Broadcast, |ctx, executor, _| {
-        // The root is the last rank: the subject (rank 0) waits for a late root.
-        let root = ctx.size() - 1;
+        // The root is the last rank: the subject (rank 0) waits for a late
+        // root. In the world whose subject sends (`RankCtx::subject_sends`)
+        // the subject is the root, a member whose part needs no peer: it may
+        // complete before its late peers join, or stay pending until they do.
+        let sends = ctx.subject_sends();
+        let root = if sends { 0 } else { ctx.size() - 1 };
         let n = ctx.large().unwrap_or(4);
         let input = if ctx.rank() == root {
             ctx.tensor(&values(root, n), &[n])?
@@ -124,13 +128,15 @@ where
             let filler: Vec<f32> = (0..n).map(|i| filler[i % 4]).collect();
             ctx.tensor(&filler, &[n])?
         };
-        one_to_one(
+        let mut submitted = one_to_one(
             ctx,
             Operation::Broadcast,
             input,
             move || values(root, n),
             |input| Backend::<H>::broadcast(input, root, ctx.group(), executor),
-        )
+        )?;
+        submitted.alone = sends && ctx.rank() == 0;
+        Ok(submitted)
     })
 }
 

@@ -49,8 +49,9 @@ pub(crate) struct Submitted<H: Harness> {
     /// one of the local work's.
     #[allow(dead_code, reason = "held, never read")]
     pub(crate) feeder: Option<Handle<H>>,
-    /// The work may end before its late peer joins (a transfer's sender,
-    /// which an eager protocol completes at once): it is surely pending only
+    /// The work may end before its late peer joins (a transfer's sender or
+    /// a broadcast's root, which an eager protocol completes as soon as its
+    /// own part is done): it is surely pending only
     /// while the backend says so (its observer, or `is_complete()` read
     /// after the observation), and an end before the check looked leaves
     /// nothing to check.

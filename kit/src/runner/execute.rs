@@ -6,6 +6,7 @@
 use crate::case::Case;
 use crate::check::Finding;
 use crate::harness::Harness;
+use crate::operation::Operation;
 use crate::results::{CaseResult, Verdict};
 use crate::world::{run_world, Run, Script, WorldEnd};
 use std::sync::Arc;
@@ -184,7 +185,13 @@ fn classify<H: Harness>(
         parts.push(format!("{elements} elements per rank, {}", regime.why));
     }
     if sends {
-        parts.push("the subject sends, its late peer receives".to_owned());
+        parts.push(
+            match case.subject.operation() {
+                Some(Operation::Broadcast) => "the subject is the root, its late peers receive",
+                _ => "the subject sends, its late peer receives",
+            }
+            .to_owned(),
+        );
     }
     let world = if parts.is_empty() {
         String::new()

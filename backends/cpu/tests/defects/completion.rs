@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use commcheck_cpu::{CpuBackend, CpuCompletion, CpuDevice, Phase};
 use eredu_core::{BoundedCompletion, BoundedCompletionOutcome, Completion};
-use eredu_runtime::backend::{CommunicationBackend, SubmissionBackend};
+use eredu_runtime::backend::{BroadcastBackend, CommunicationBackend, SubmissionBackend};
 
 use crate::common::*;
 use crate::support::*;
@@ -29,6 +29,21 @@ pub(crate) fn early_completion(d: &CpuDevice) -> bool {
     let c = CpuBackend::submit(&e, []).unwrap();
     let observer = c.observer();
     assert!(eventually(|| observer.observe().phase == Phase::Running));
+    let early = matches!(c.is_complete(), Ok(true));
+    drop(hold);
+    let _ = finish(c);
+    early
+}
+
+/// A broadcast's root, queued behind held work on its lane: its own part
+/// has not run, whatever its peers do.
+pub(crate) fn broadcast_root_early(d: &CpuDevice) -> bool {
+    let e = d.executor();
+    let group = single(d);
+    let hold = e.hold();
+    let c = CpuBackend::broadcast(tensor(d, &[1.0], &[1]), 0, &group, &e)
+        .unwrap()
+        .completion;
     let early = matches!(c.is_complete(), Ok(true));
     drop(hold);
     let _ = finish(c);

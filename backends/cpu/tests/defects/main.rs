@@ -56,6 +56,7 @@ const SCENARIOS: &[(Defect, Scenario)] = &[
     (Defect::LocalDepsFenceGroup, local_deps_fence_group),
     (Defect::BlockingIsComplete, blocking_is_complete),
     (Defect::EarlyCompletion, early_completion),
+    (Defect::BroadcastRootEarly, broadcast_root_early),
     (Defect::NonMonotonicCompletion, non_monotonic_completion),
     (Defect::WaitForDevice, wait_for_device),
     (Defect::StaleCompletionQuery, stale_completion_query),

@@ -58,6 +58,13 @@ impl BroadcastBackend for CpuBackend {
         collective.meta = vec![root];
         collective.output_shape = Some(shape);
         collective.input = Some(value);
-        submission(collective.submit(group, executor)?, OP)
+        let early = root == group.member() && executor.device().has(Defect::BroadcastRootEarly);
+        let (output, completion) = collective.submit(group, executor)?;
+        let completion = if early {
+            completion.reporting_early()
+        } else {
+            completion
+        };
+        submission((output, completion), OP)
     }
 }
