@@ -169,10 +169,14 @@ struct CertifyArgs {
     /// The bundled backend to certify (cpu)
     #[arg(value_name = "backend")]
     backend: String,
-    /// The CPU backend's personality: lazy (the default), eager,
-    /// collectives-cancel, unstoppable, spin-wait or no-clone (honest designs that
-    /// differ from the default; see commcheck_cpu::personality)
-    #[arg(long, value_name = "NAME", default_value = "lazy")]
+    /// The CPU backend's personality: an honest design that differs from the
+    /// default, lazy (see commcheck_cpu::personality)
+    #[arg(
+        long,
+        value_name = "NAME",
+        default_value = "lazy",
+        value_parser = clap::builder::PossibleValuesParser::new(commcheck_reference::cpu::PERSONALITIES)
+    )]
     personality: String,
     /// Certify the CPU backend as a harness with no instruments would
     /// (black-box evidence only: the level to expect is core); the same as
