@@ -141,7 +141,7 @@ fn an_unknown_personality_exits_2_naming_it() {
     let (code, _, err) = cli(&["certify", "cpu", "--personality", "eagre", "--out", &dir]);
     assert_eq!(code, Some(2), "{err}");
     assert!(
-        err.contains("`eagre`") && err.contains("`collectives-cancel`"),
+        err.contains("'eagre'") && err.contains("collectives-cancel") && err.contains("rendezvous"),
         "{err}"
     );
     assert!(
