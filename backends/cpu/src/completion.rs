@@ -203,6 +203,12 @@ impl CpuCompletion {
         stop: impl Fn(&Observation) -> bool,
     ) -> Observation {
         if self.device.personality().spins() {
+            // Each turn of the loop is a call into the backend (what moves
+            // the `rendezvous` personality's transfers).
+            let stop = |seen: &Observation| {
+                self.device.called();
+                stop(seen)
+            };
             if let Some(seen) = self.core.spin_until(deadline, &stop) {
                 return seen;
             }
@@ -273,6 +279,7 @@ impl Completion for CpuCompletion {
     type Error = CpuError;
 
     fn is_complete(&self) -> Result<bool, CpuError> {
+        self.device.called();
         self.launch();
         if self.has(Defect::BlockingIsComplete) {
             let deadline = Instant::now().checked_add(Duration::from_secs(2));

@@ -14,6 +14,7 @@ use crate::fabric::{Fabric, Span};
 use crate::group::{CpuGroup, GroupShared};
 use crate::ledger::{Kind, Ledger, LedgerSnapshot, StorageId};
 use crate::personality::Personality;
+use crate::progress::Progress;
 use crate::route::{CpuRoute, RouteShared};
 use crate::sync::rt::{AtomicU64, Mutex, MutexGuard};
 use crate::tensor::{CpuTensor, Element};
@@ -28,6 +29,9 @@ struct DeviceShared {
     /// Work submitted on the device so far (the `SubmissionClearsError`
     /// defect reads it).
     submissions: AtomicU64,
+    /// Calls into the backend on this device (the `rendezvous`
+    /// personality's progress engine).
+    progress: Arc<Progress>,
     quarantine: Mutex<Vec<Arc<Core>>>,
     leaked: Mutex<Vec<Retained>>,
     groups: Mutex<HashMap<String, Weak<GroupShared>>>,
@@ -114,6 +118,7 @@ impl CpuDevice {
                 refused: Vec::new(),
                 next_id: AtomicU64::new(1),
                 submissions: AtomicU64::new(0),
+                progress: Arc::default(),
                 quarantine: Mutex::new(Vec::new()),
                 leaked: Mutex::new(Vec::new()),
                 groups: Mutex::new(HashMap::new()),
@@ -376,7 +381,21 @@ impl CpuDevice {
 
     /// Counts one submission of work on the device; returns the count so far.
     pub(crate) fn submitted(&self) -> u64 {
+        self.called();
         self.shared.submissions.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    /// One call into the backend on this device: under the `rendezvous`
+    /// personality, what moves its large transfers (see [`Progress`]).
+    pub(crate) fn called(&self) {
+        if self.shared.personality == Personality::Rendezvous {
+            self.shared.progress.call();
+        }
+    }
+
+    /// The device's progress engine (see [`Progress`]).
+    pub(crate) fn progress(&self) -> &Arc<Progress> {
+        &self.shared.progress
     }
 
     /// Work submitted on the device so far.

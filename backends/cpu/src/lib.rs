@@ -136,6 +136,7 @@ mod ledger;
 mod neural;
 mod ops;
 pub mod personality;
+mod progress;
 mod route;
 mod sync;
 mod tensor;
@@ -154,6 +155,7 @@ pub use crate::ledger::{LedgerSnapshot, StorageId};
 pub use crate::ops::collectives::{PARALLEL_FROM, SUM_BLOCK};
 pub use crate::ops::CpuAgreement;
 pub use crate::personality::{Personality, RENDEZVOUS_FROM};
+pub use crate::progress::RENDEZVOUS_CHUNK;
 pub use crate::route::{CpuRoute, WireMessage};
 pub use crate::tensor::{CpuTensor, Element};
 

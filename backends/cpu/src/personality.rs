@@ -10,7 +10,7 @@
 //! | `collectives-cancel` | `NativeCancel` stops collectives and local work but not transfers (`send_receive`), so `supports_cancellation(NativeCancel)` honestly answers `false` |
 //! | `unstoppable` | running local work cannot be stopped: a `NativeCancel` teardown waits until it has finished |
 //! | `spin-wait` | `wait()` and `wait_bounded` poll the work's state in a busy loop on the calling thread instead of sleeping, as MPI progress loops and event-polling GPU waits do |
-//! | `rendezvous` | a transfer switches protocol at [`RENDEZVOUS_FROM`] bytes, as MPI, UCX and NCCL do: below it the sender's values are read as soon as its work runs (eager); from it on, the sender's work waits until the receiver has posted its receive, and only then reads the sender's buffer (rendezvous), so a large send stays pending until its receiver joins; waits spin as in `spin-wait` |
+//! | `rendezvous` | a transfer switches protocol at [`RENDEZVOUS_FROM`] bytes, as MPI, UCX and NCCL do: below it the sender's values are read as soon as its work runs (eager); from it on, the sender's work waits until the receiver has posted its receive, and only then reads the sender's buffer (rendezvous), so a large send stays pending until its receiver joins; no progress thread: that read moves one [`RENDEZVOUS_CHUNK`](crate::RENDEZVOUS_CHUNK) per call into the backend on the device (a submission, `is_complete`, each turn of a wait), whichever rank makes it; waits spin as in `spin-wait` |
 //!
 //! A sixth design, completions that are not `Clone`, is the harness's
 //! (it offers no second handle), not the backend's.
@@ -47,7 +47,8 @@ pub enum Personality {
     /// Waits poll in a busy loop on the calling thread (they never sleep).
     SpinWait,
     /// Transfers of at least [`RENDEZVOUS_FROM`] bytes wait for their
-    /// receiver before reading the sender's buffer; waits spin.
+    /// receiver before reading the sender's buffer, one chunk per call into
+    /// the backend (no progress thread); waits spin.
     Rendezvous,
 }
 

@@ -643,3 +643,56 @@ fn resolving_an_agreement_before_completion_is_an_error() {
     });
     assert_eq!(results, vec![(true, Ok(true)), (true, Ok(true))]);
 }
+
+/// The `rendezvous` personality has no progress thread: a large send whose
+/// receiver has posted stands still while nobody calls into the backend,
+/// then moves inside calls (here a spinning `wait()`, one chunk per turn)
+/// and delivers every value.
+#[test]
+fn rendezvous_transfers_move_only_inside_calls() {
+    use commcheck_cpu::{Personality, Phase, RENDEZVOUS_CHUNK, RENDEZVOUS_FROM};
+    let d = CpuDevice::new()
+        .with_personality(Personality::Rendezvous)
+        .unwrap();
+    // Five chunks, past the protocol switch.
+    let n = (RENDEZVOUS_FROM / 4).max(4 * RENDEZVOUS_CHUNK / 4) + 1;
+    let shape = [i32::try_from(n).unwrap()];
+    let id = CommunicationRouteId::new(1);
+    let source = d.route(id, 0, 1, 0).unwrap();
+    let destination = d.route(id, 0, 1, 1).unwrap();
+    let roles: [(&str, &[usize]); 1] = [("large", &[n])];
+    let sent: Vec<f32> = (0..n).map(|i| value(0, i)).collect();
+    let send = CpuBackend::send_receive(
+        framed("progress", id, &roles, vec![tensor(&d, &sent, &shape)]),
+        &source,
+        &d.executor(),
+    )
+    .unwrap();
+    let receive = CpuBackend::send_receive(
+        framed(
+            "progress",
+            id,
+            &roles,
+            vec![tensor(&d, &vec![0.0; n], &shape)],
+        ),
+        &destination,
+        &d.executor(),
+    )
+    .unwrap();
+    let (send_seen, receive_seen) = (send.completion.observer(), receive.completion.observer());
+    assert!(eventually(|| {
+        send_seen.observe().phase == Phase::Running
+            && receive_seen.observe().phase == Phase::Running
+    }));
+    // Nobody calls into the backend: whatever the wait, nothing moves.
+    std::thread::sleep(Duration::from_millis(20));
+    assert!(
+        !send_seen.is_terminal() && !receive_seen.is_terminal(),
+        "a rendezvous transfer moved while nobody called into the backend: {:?}, {:?}",
+        send_seen.observe(),
+        receive_seen.observe()
+    );
+    receive.completion.wait().unwrap();
+    send.completion.wait().unwrap();
+    assert_eq!(read(&receive.output[0]), sent);
+}

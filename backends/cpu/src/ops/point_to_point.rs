@@ -12,8 +12,9 @@ use crate::defect::Defect;
 use crate::error::CpuError;
 use crate::executor::{CpuExecutor, WorkKind};
 use crate::frame::{Framed, Message};
+use crate::progress::{Progress, RENDEZVOUS_CHUNK};
 use crate::route::{CpuRoute, RouteEnd};
-use crate::tensor::{CpuTensor, Storage};
+use crate::tensor::{CpuTensor, Storage, Values};
 use crate::work::{Body, Work, WorkCtx};
 use crate::CpuBackend;
 
@@ -61,6 +62,12 @@ impl PointToPointBackend for CpuBackend {
         };
         let (output, body): (Vec<CpuTensor>, Body) = if route.is_source() {
             let separate = device.has(Defect::SeparateHeaderMessage);
+            let progress = Arc::clone(device.progress());
+            // Elements per chunk of each input.
+            let chunks: Vec<usize> = tensors
+                .iter()
+                .map(|t| (RENDEZVOUS_CHUNK / t.element().size()).max(1))
+                .collect();
             let body = Box::new(move |ctx: &WorkCtx<'_>| {
                 let end = reach(&end, OP, "route")?;
                 if rendezvous {
@@ -70,15 +77,11 @@ impl PointToPointBackend for CpuBackend {
                     end.await_receiver(ctx, OP)?;
                 }
                 let mut framed = Vec::with_capacity(inputs.len());
-                for ((weak, shape), header) in inputs.iter().zip(headers) {
-                    let payload = match reach(weak, OP, "input storage") {
-                        Ok(storage) => storage.force()?,
-                        // The planted defect reads freed memory: zeros here.
-                        Err(_) if weak_inputs => {
-                            let len = shape.iter().map(|&d| d.max(0) as usize).product();
-                            Arc::new(vec![0.0; len])
-                        }
-                        Err(error) => return Err(error),
+                for (((weak, shape), header), &chunk) in inputs.iter().zip(headers).zip(&chunks) {
+                    let payload = if rendezvous {
+                        read_in_chunks(ctx, &progress, (weak, shape, chunk), weak_inputs)?
+                    } else {
+                        reach(weak, OP, "input storage")?.force()?
                     };
                     framed.push(Framed {
                         header,
@@ -217,4 +220,43 @@ fn malformed(end: &RouteEnd, message: &Message) -> CpuError {
         format!("a bundle message on route {}", end.id()),
         format!("{message:?}"),
     )
+}
+
+/// A rendezvous send's read of one input: `chunk` elements
+/// ([`RENDEZVOUS_CHUNK`] bytes) per call into the backend on the device (see [`crate::progress`]), each
+/// chunk read from the input's storage as it is then. Under the planted
+/// defect a freed storage reads as zeros (what reading freed memory would
+/// send).
+fn read_in_chunks(
+    ctx: &WorkCtx<'_>,
+    progress: &Arc<Progress>,
+    (weak, shape, chunk): (&Weak<Storage>, &[i32], usize),
+    weak_inputs: bool,
+) -> Result<Values, CpuError> {
+    let len: usize = shape.iter().map(|&d| d.max(0) as usize).product();
+    let mut read = Vec::with_capacity(len);
+    let mut seen = progress.calls();
+    while read.len() < len {
+        seen = progress.after(ctx, seen, OP)?;
+        let values = match reach(weak, OP, "input storage") {
+            Ok(storage) => Some(storage.force()?),
+            Err(_) if weak_inputs => None,
+            Err(error) => return Err(error),
+        };
+        match values {
+            Some(values) => {
+                let end = (read.len() + chunk).min(len).min(values.len());
+                if end <= read.len() {
+                    return Err(CpuError::invalid(
+                        OP,
+                        format!("an input of {len} elements"),
+                        format!("{} elements", values.len()),
+                    ));
+                }
+                read.extend_from_slice(&values[read.len()..end]);
+            }
+            None => read.resize(len, 0.0),
+        }
+    }
+    Ok(Arc::new(read))
 }
