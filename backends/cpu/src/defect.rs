@@ -145,8 +145,16 @@ defects! {
     PointToPointReversed => "P2P-1", "send_receive delivers the bundle in reverse order";
     /// The receiver does not compare headers.
     SkipHeaderCheck => "P2P-2", "send_receive does not compare received headers";
+    /// Under the `rendezvous` personality, a receive of at least
+    /// [`RENDEZVOUS_FROM`](crate::RENDEZVOUS_FROM) bytes does not compare
+    /// headers (the large path checks nothing; the eager one does).
+    RendezvousSkipsHeaderCheck => "P2P-2", "under the rendezvous personality, a receive of a bundle past the protocol switch does not compare headers";
     /// Headers travel in a message of their own.
     SeparateHeaderMessage => "P2P-3", "send_receive sends headers and payload as separate messages";
+    /// Under the `rendezvous` personality, a send of at least
+    /// [`RENDEZVOUS_FROM`](crate::RENDEZVOUS_FROM) bytes puts its headers
+    /// in a message of their own (a handshake) ahead of the payload.
+    RendezvousSeparateHeader => "P2P-3", "under the rendezvous personality, a send past the protocol switch sends its headers and payload as separate messages";
     /// Broadcast sums every member's input.
     BroadcastSums => "BRD-1", "broadcast sums every member's input instead of copying the root's";
     /// An out-of-range root wraps around instead of failing.
@@ -166,7 +174,9 @@ impl Defect {
     /// on any other.
     pub const fn personality(self) -> Option<crate::Personality> {
         match self {
-            Self::RendezvousInputNotRetained => Some(crate::Personality::Rendezvous),
+            Self::RendezvousInputNotRetained
+            | Self::RendezvousSkipsHeaderCheck
+            | Self::RendezvousSeparateHeader => Some(crate::Personality::Rendezvous),
             _ => None,
         }
     }

@@ -86,7 +86,9 @@
 //! | `AllToAllZeroSkips` | A2A-1 | an all-zero member does not wait for peers |
 //! | `PointToPointReversed` | P2P-1 | bundles delivered in reverse order |
 //! | `SkipHeaderCheck` | P2P-2 | received headers are not compared |
+//! | `RendezvousSkipsHeaderCheck` | P2P-2 | under `rendezvous`, a receive past the protocol switch compares no headers |
 //! | `SeparateHeaderMessage` | P2P-3 | headers travel in their own message |
+//! | `RendezvousSeparateHeader` | P2P-3 | under `rendezvous`, a send past the protocol switch sends headers and payload apart |
 //! | `BroadcastSums` | BRD-1 | broadcast sums every member's input |
 //! | `BroadcastRootWraps` | BRD-2 | an out-of-range root wraps around |
 //! | `BarrierEarly` | BAR-1 | barriers do not wait |

@@ -61,7 +61,8 @@ impl PointToPointBackend for CpuBackend {
             Vec::new()
         };
         let (output, body): (Vec<CpuTensor>, Body) = if route.is_source() {
-            let separate = device.has(Defect::SeparateHeaderMessage);
+            let separate = device.has(Defect::SeparateHeaderMessage)
+                || (rendezvous && device.has(Defect::RendezvousSeparateHeader));
             let progress = Arc::clone(device.progress());
             // Elements per chunk of each input.
             let chunks: Vec<usize> = tensors
@@ -103,7 +104,9 @@ impl PointToPointBackend for CpuBackend {
                 .iter()
                 .map(|t| retention.storage(t, retain_output))
                 .collect();
-            let check_headers = !device.has(Defect::SkipHeaderCheck);
+            let check_headers = !device.has(Defect::SkipHeaderCheck)
+                && !(device.personality().rendezvous(bytes)
+                    && device.has(Defect::RendezvousSkipsHeaderCheck));
             let reversed = device.has(Defect::PointToPointReversed);
             let body = Box::new(move |ctx: &WorkCtx<'_>| {
                 let end = reach(&end, OP, "route")?;

@@ -95,7 +95,12 @@ const SCENARIOS: &[(Defect, Scenario)] = &[
     (Defect::AllToAllZeroSkips, all_to_all_zero_skips),
     (Defect::PointToPointReversed, point_to_point_reversed),
     (Defect::SkipHeaderCheck, skip_header_check),
+    (
+        Defect::RendezvousSkipsHeaderCheck,
+        rendezvous_skips_header_check,
+    ),
     (Defect::SeparateHeaderMessage, separate_header_message),
+    (Defect::RendezvousSeparateHeader, rendezvous_separate_header),
     (Defect::BroadcastSums, broadcast_sums),
     (Defect::BroadcastRootWraps, broadcast_root_wraps),
     (Defect::BarrierEarly, barrier_early),

@@ -210,6 +210,38 @@ pub(crate) fn separate_header_message(d: &CpuDevice) -> bool {
     }]
 }
 
+/// Elements of one `f32` value past the `rendezvous` personality's protocol
+/// switch (a device with a `Rendezvous…` defect has that personality).
+fn past_switch() -> usize {
+    commcheck_cpu::RENDEZVOUS_FROM / 4 + 1
+}
+
+pub(crate) fn rendezvous_skips_header_check(d: &CpuDevice) -> bool {
+    let n = past_switch();
+    let sent: [(&str, &[usize]); 1] = [("first", &[n])];
+    let other: [(&str, &[usize]); 1] = [("other", &[n])];
+    let shape = [i32::try_from(n).unwrap()];
+    let (outcome, _, _) = transfer(d, &sent, &other, vec![ranked(d, 0, &shape)]);
+    outcome.is_ok()
+}
+
+pub(crate) fn rendezvous_separate_header(d: &CpuDevice) -> bool {
+    let n = past_switch();
+    let roles: [(&str, &[usize]); 1] = [("first", &[n])];
+    let values = vec![ranked(d, 0, &[i32::try_from(n).unwrap()])];
+    let headers: Vec<Vec<u8>> =
+        framed(SCHEMA, CommunicationRouteId::new(1), &roles, values.clone())
+            .iter()
+            .map(|v| v.header().to_vec())
+            .collect();
+    let (outcome, _, wire) = transfer(d, &roles, &roles, values);
+    assert_eq!(outcome, COMPLETED);
+    wire != [WireMessage {
+        headers,
+        payload_bytes: 4 * n,
+    }]
+}
+
 pub(crate) fn broadcast_sums(d: &CpuDevice) -> bool {
     let results = on_ranks(d, 2, |rank, group, e| {
         output(CpuBackend::broadcast(ranked(d, rank, &[2]), 0, &group, &e).unwrap())

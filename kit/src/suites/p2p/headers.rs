@@ -66,15 +66,31 @@ pub(super) struct Trap {
     pub(super) index: usize,
 }
 
-fn p2p2_traps(seed: u64, n: usize) -> Vec<Trap> {
-    Mismatch::ALL
-        .iter()
-        .enumerate()
-        .map(|(v, &mismatch)| {
-            let id = 300 + v as u64;
+/// Every mismatch on a bundle of small values, and (`large`: elements past
+/// the harness's protocol boundaries) every mismatch once more on the large
+/// value of a bundle that carries one, where a backend whose protocol
+/// switches with message size takes its other path.
+fn p2p2_traps(seed: u64, n: usize, large: Option<usize>) -> Vec<Trap> {
+    let small = Mismatch::ALL.iter().enumerate().map(|(v, &mismatch)| {
+        let id = 300 + v as u64;
+        let shapes = vec![vec![2, 3], vec![1], vec![4]];
+        let index = (mix(seed, id, 32) % shapes.len() as u64) as usize;
+        (id, mismatch, shapes, index)
+    });
+    let large = large.into_iter().flat_map(|elements| {
+        Mismatch::ALL.iter().enumerate().map(move |(v, &mismatch)| {
+            (
+                310 + v as u64,
+                mismatch,
+                vec![vec![2, 3], vec![elements]],
+                1,
+            )
+        })
+    });
+    small
+        .chain(large)
+        .map(|(id, mismatch, shapes, index)| {
             let (source, destination) = distinct_pair(seed, id, 30, n);
-            let shapes = vec![vec![2, 3], vec![1], vec![4]];
-            let index = (mix(seed, id, 32) % shapes.len() as u64) as usize;
             Trap {
                 link: Link {
                     id,
@@ -96,13 +112,15 @@ fn refused(trap: &Trap) -> String {
 }
 
 /// P2P-2: for a frame for another route id, another role name, another
-/// dtype and another shape, the receiver's completion never reports success,
-/// and its error is sticky.
+/// dtype and another shape, on a bundle of small values and on one that
+/// carries a value past the harness's protocol boundaries, the receiver's
+/// completion never reports success, and its error is sticky.
 pub(super) fn mismatching_headers_never_succeed<H: Harness>(ctx: &RankCtx<'_, H>) -> Check
 where
     Backend<H>: PointToPointBackend,
 {
-    let traps = p2p2_traps(ctx.seed(), ctx.size());
+    let large = crate::suites::scenario::past_boundaries(ctx.harness()).map(|large| large.elements);
+    let traps = p2p2_traps(ctx.seed(), ctx.size(), large);
     let links: Vec<Link> = traps.iter().map(|trap| trap.link.clone()).collect();
     let ends = open(ctx, &links, "p2p2-open")?;
     let mut findings = Findings::default();

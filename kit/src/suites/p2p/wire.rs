@@ -10,10 +10,23 @@ use crate::check::{Check, Finding};
 use crate::harness::{Backend, Harness};
 use crate::world::RankCtx;
 
-/// Routes of a P2P-3 world, each used for two sends.
-fn p2p3_links(seed: u64, n: usize) -> Vec<Link> {
+/// Routes of a P2P-3 world, each used for two sends; with `large` (elements
+/// past the harness's protocol boundaries), one more whose bundle carries a
+/// value that large, where a backend whose protocol switches with message
+/// size takes its other path (rendezvous, chunks).
+fn p2p3_links(seed: u64, n: usize, large: Option<usize>) -> Vec<Link> {
     let pairs = vec![(0, n - 1), (n - 1, 0), distinct_pair(seed, n as u64, 40, n)];
-    links(seed, 400, pairs)
+    let mut links = links(seed, 400, pairs);
+    if let Some(elements) = large {
+        let (source, destination) = distinct_pair(seed, n as u64, 41, n);
+        links.push(Link {
+            id: 410,
+            source,
+            destination,
+            shapes: vec![vec![2, 3], vec![elements]],
+        });
+    }
+    links
 }
 
 /// Sends per P2P-3 route.
@@ -26,7 +39,8 @@ pub(super) fn header_and_payload_travel_together<H: Harness>(ctx: &RankCtx<'_, H
 where
     Backend<H>: PointToPointBackend,
 {
-    let links = p2p3_links(ctx.seed(), ctx.size());
+    let large = crate::suites::scenario::past_boundaries(ctx.harness()).map(|large| large.elements);
+    let links = p2p3_links(ctx.seed(), ctx.size(), large);
     let ends = open(ctx, &links, "p2p3-open")?;
     let mut findings = Findings::default();
     for round in 0..ROUNDS {
