@@ -104,9 +104,9 @@ impl PointToPointBackend for CpuBackend {
                 .iter()
                 .map(|t| retention.storage(t, retain_output))
                 .collect();
-            let check_headers = !device.has(Defect::SkipHeaderCheck)
-                && !(device.personality().rendezvous(bytes)
-                    && device.has(Defect::RendezvousSkipsHeaderCheck));
+            let skips_large = device.has(Defect::RendezvousSkipsHeaderCheck)
+                && device.personality().rendezvous(bytes);
+            let check_headers = !(device.has(Defect::SkipHeaderCheck) || skips_large);
             let reversed = device.has(Defect::PointToPointReversed);
             let body = Box::new(move |ctx: &WorkCtx<'_>| {
                 let end = reach(&end, OP, "route")?;
