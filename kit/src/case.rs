@@ -91,6 +91,11 @@ pub(crate) struct Large {
     /// until its receiver posts, and must retain what it reads until then;
     /// an eager one may end before, never before its own part is done.
     pub(crate) sender: bool,
+    /// The other dtypes it runs in too (RET cases), each with its elements
+    /// per rank: those the harness offers whose protocol boundaries differ
+    /// from `f32`'s (one per distinct set of boundaries), just past their
+    /// own largest boundary.
+    pub(crate) dtypes: Vec<(crate::dtype::Dtype, usize)>,
 }
 
 impl<H: Harness> Case<H> {

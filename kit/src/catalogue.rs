@@ -280,6 +280,16 @@ pub(crate) fn catalogue_within<H: Harness>(harness: &H, processes: Option<usize>
                     .filter(|_| matrix && subject.operation().is_some_and(moves_data))
                     .map(|large| crate::case::Large {
                         sender: sender_world(subject, row.id),
+                        // Retention is where a dtype's own path differs
+                        // (conversion and staging buffers that hold, or
+                        // drop, the caller's storage): the other dtypes'
+                        // regimes run for RET cases, which keeps the
+                        // catalogue's wall time in check.
+                        dtypes: if row.id.starts_with("RET-") {
+                            large.dtypes
+                        } else {
+                            Vec::new()
+                        },
                         ..large
                     }),
             });

@@ -16,12 +16,23 @@ use half::{bf16, f16};
 
 /// An element type of the value checks.
 #[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+    Debug,
+    Default,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    serde::Serialize,
+    serde::Deserialize,
 )]
 #[serde(rename_all = "lowercase")]
 #[non_exhaustive]
 pub enum Dtype {
     /// IEEE 754 binary32.
+    #[default]
     F32,
     /// IEEE 754 binary16.
     F16,

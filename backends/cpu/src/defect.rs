@@ -47,6 +47,10 @@ defects! {
     /// [`PARALLEL_FROM`](crate::PARALLEL_FROM) elements only: a large
     /// input (the rendezvous side of a protocol switch) is held weakly.
     LargeInputNotRetained => "RET-3", "a collective other than broadcast keeps only a weak reference to an input of at least PARALLEL_FROM elements";
+    /// [`LargeInputNotRetained`](Defect::LargeInputNotRetained) on 16-bit
+    /// inputs only (`f16`, `bf16`: the path that converts them), so only a
+    /// check past the boundaries in a 16-bit dtype sees it.
+    LargeHalfInputNotRetained => "RET-3", "a collective other than broadcast keeps only a weak reference to a 16-bit input of at least PARALLEL_FROM elements";
     /// Under the `rendezvous` personality, a transfer that waits for its
     /// receiver (at least [`RENDEZVOUS_FROM`](crate::RENDEZVOUS_FROM) bytes)
     /// holds the sender's inputs weakly, and sends zeros where they were

@@ -46,6 +46,7 @@
 //! | `ExecutorNotRetained` | RET-2 | dropping the executor abandons queued work |
 //! | `CollectiveDropsResources` | RET-3 | communication work keeps only weak references to inputs, group and route |
 //! | `LargeInputNotRetained` | RET-3 | a collective other than `broadcast` keeps only a weak reference to an input of at least `PARALLEL_FROM` elements |
+//! | `LargeHalfInputNotRetained` | RET-3 | the same, for 16-bit inputs only |
 //! | `RendezvousInputNotRetained` | RET-3 | under the `rendezvous` personality, a send that waits for its receiver keeps only a weak reference to its inputs |
 //! | `DropReleasesPending` | RET-4 | dropping a pending completion releases its resources |
 //! | `OutputNotRetained` | RET-5 | communication work keeps only a weak reference to its output |

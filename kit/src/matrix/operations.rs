@@ -7,10 +7,11 @@
 use super::driver::{operation_driver, Driver};
 use super::handle::Handle;
 use super::submitted::{
-    attribute_value, extend_values, failed, one_to_one, probes, values, verify_tensors,
+    attribute_value, extend_values_in, failed, one_to_one, probes, values_in, verify_tensors,
     waits_for_peers, Submitted, Verify,
 };
 use crate::check::{slack, Finding};
+use crate::dtype::Dtype;
 use crate::harness::{Backend, ClaimVisitor, Claims, Harness};
 use crate::operation::Operation;
 use crate::world::{guarded, RankCtx};
@@ -28,11 +29,19 @@ where
 {
     operation_driver(Operation::AllReduceSum, |ctx, executor, _| {
         let n = ctx.large().unwrap_or(4);
-        let input = ctx.tensor(&values(ctx.rank(), n), &[n])?;
-        // Σ over ranks r of (16 r + i + 1), exact in f32 at these sizes.
+        let dtype = ctx.large_dtype();
+        let input = input(ctx, &values_in(dtype, ctx.rank(), n), &[n])?;
+        // Σ over ranks of their values, exact in the dtype at these sizes.
         let size = ctx.size();
-        let ranks = 16 * size * (size - 1) / 2;
-        let expected = move || (0..n).map(|i| (ranks + size * (i + 1)) as f32).collect();
+        let expected = move || {
+            let mut sum = values_in(dtype, 0, n);
+            for rank in 1..size {
+                for (total, value) in sum.iter_mut().zip(values_in(dtype, rank, n)) {
+                    *total += value;
+                }
+            }
+            sum
+        };
         one_to_one(ctx, Operation::AllReduceSum, input, expected, |input| {
             Backend::<H>::all_reduce_sum(input, ctx.group(), executor)
         })
@@ -45,12 +54,13 @@ where
 {
     operation_driver(Operation::AllGatherEven, |ctx, executor, _| {
         let n = ctx.large().unwrap_or(2);
-        let input = ctx.tensor(&values(ctx.rank(), n), &[n])?;
+        let dtype = ctx.large_dtype();
+        let input = input(ctx, &values_in(dtype, ctx.rank(), n), &[n])?;
         let size = ctx.size();
         let expected = move || {
             let mut expected = Vec::with_capacity(size * n);
             for rank in 0..size {
-                extend_values(&mut expected, rank, 0..n);
+                extend_values_in(dtype, &mut expected, rank, 0..n);
             }
             expected
         };
@@ -68,12 +78,13 @@ where
         let base = ctx.large().unwrap_or(1);
         let counts: Vec<usize> = (0..ctx.size()).map(|r| r + base).collect();
         let own = counts[ctx.rank()];
-        let input = ctx.tensor(&values(ctx.rank(), own), &[own])?;
+        let dtype = ctx.large_dtype();
+        let input = input(ctx, &values_in(dtype, ctx.rank(), own), &[own])?;
         let all = counts.clone();
         let expected = move || {
             let mut expected = Vec::with_capacity(all.iter().sum());
             for (rank, &count) in all.iter().enumerate() {
-                extend_values(&mut expected, rank, 0..count);
+                extend_values_in(dtype, &mut expected, rank, 0..count);
             }
             expected
         };
@@ -93,13 +104,14 @@ where
         // Rows of `k` elements to each peer: one, or (past the boundaries)
         // enough that what each rank sends passes them.
         let k = ctx.large().map_or(1, |large| large.div_ceil(n));
-        let input = ctx.tensor(&values(me, n * k), &[n * k])?;
+        let dtype = ctx.large_dtype();
+        let input = input(ctx, &values_in(dtype, me, n * k), &[n * k])?;
         let counts = CommunicationPeerCounts::new(vec![k; n], vec![k; n], n)
             .map_err(|e| Finding::Harness(e.to_string()))?;
         let expected = move || {
             let mut expected = Vec::with_capacity(n * k);
             for peer in 0..n {
-                extend_values(&mut expected, peer, me * k..(me + 1) * k);
+                extend_values_in(dtype, &mut expected, peer, me * k..(me + 1) * k);
             }
             expected
         };
@@ -121,18 +133,19 @@ where
         let sends = ctx.subject_sends();
         let root = if sends { 0 } else { ctx.size() - 1 };
         let n = ctx.large().unwrap_or(4);
+        let dtype = ctx.large_dtype();
         let input = if ctx.rank() == root {
-            ctx.tensor(&values(root, n), &[n])?
+            input(ctx, &values_in(dtype, root, n), &[n])?
         } else {
             let filler = [f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 0.0];
             let filler: Vec<f32> = (0..n).map(|i| filler[i % 4]).collect();
-            ctx.tensor(&filler, &[n])?
+            input(ctx, &filler, &[n])?
         };
         let mut submitted = one_to_one(
             ctx,
             Operation::Broadcast,
             input,
-            move || values(root, n),
+            move || values_in(dtype, root, n),
             |input| Backend::<H>::broadcast(input, root, ctx.group(), executor),
         )?;
         submitted.alone = sends && ctx.rank() == 0;
@@ -227,22 +240,28 @@ where
 /// Route id of the standard point-to-point route (late rank 1 → subject 0).
 pub(crate) const ROUTE: u64 = 7;
 
+/// A tensor of the completion matrix's operations: in the world's dtype
+/// ([`RankCtx::large_dtype`]).
+fn input<H: Harness>(
+    ctx: &RankCtx<'_, H>,
+    values: &[f32],
+    shape: &[usize],
+) -> Result<crate::harness::Tensor<H>, Finding> {
+    ctx.in_dtype(ctx.large_dtype(), || ctx.tensor(values, shape))
+}
+
 /// Frames `tensors` for the standard route with eredu-runtime's public framing.
 pub(crate) fn frame<T>(
     route: u64,
     schema: &str,
-    shapes: &[Vec<usize>],
+    (shapes, dtype): (&[Vec<usize>], Dtype),
     tensors: Vec<T>,
 ) -> Result<Vec<eredu_runtime::RoleExactBoundaryValue<T>>, Finding> {
     let roles = shapes
         .iter()
         .enumerate()
         .map(|(i, shape)| {
-            BoundaryRoleContract::new(
-                format!("value-{i}"),
-                eredu_core::checkpoint::TensorDtype::F32,
-                shape.clone(),
-            )
+            BoundaryRoleContract::new(format!("value-{i}"), dtype.eredu(), shape.clone())
         })
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| Finding::Harness(format!("boundary role: {e}")))?;
@@ -267,14 +286,15 @@ where
         let (source, destination) = if sends { (0, late) } else { (late, 0) };
         let route = ctx.route(ROUTE, source, destination)?;
         let n = ctx.large().unwrap_or(4);
+        let dtype = ctx.large_dtype();
         let payload = if ctx.rank() == source {
-            values(source, n)
+            values_in(dtype, source, n)
         } else {
             vec![0.0; n]
         };
-        let input = ctx.tensor(&payload, &[n])?;
+        let input = input(ctx, &payload, &[n])?;
         let input_probes = probes(ctx, &[&input])?;
-        let framed = frame(ROUTE, "commcheck.matrix", &[vec![n]], vec![input])?;
+        let framed = frame(ROUTE, "commcheck.matrix", (&[vec![n]], dtype), vec![input])?;
         let submit =
             || Backend::<H>::send_receive(framed, std::borrow::Borrow::borrow(&route), executor);
         // The subject receives before its late sender submits. A backend
@@ -308,7 +328,7 @@ where
             Some(verify_tensors(
                 Operation::SendReceive,
                 submission.output,
-                move || vec![values(source, n)],
+                move || vec![values_in(dtype, source, n)],
             ))
         };
         // The route endpoint must outlive nothing: the completion retains it (RET-3).

@@ -5,6 +5,7 @@
 
 use super::handle::Handle;
 use crate::check::{slack, Check, Finding};
+use crate::dtype::Dtype;
 use crate::harness::{Backend, ClaimVisitor, Claims, CommCompletion, Harness, Probe};
 use crate::operation::Operation;
 use crate::world::{guarded, RankCtx};
@@ -96,17 +97,34 @@ impl<H: Harness> Submitted<H> {
 // Standard submissions. Inputs come from (rank, index) so results are exact.
 
 pub(crate) fn values(rank: usize, len: usize) -> Vec<f32> {
+    values_in(Dtype::F32, rank, len)
+}
+
+/// Rank `rank`'s [`extend_values_in`] values `0..len` in `dtype`.
+pub(crate) fn values_in(dtype: Dtype, rank: usize, len: usize) -> Vec<f32> {
     let mut out = Vec::with_capacity(len);
-    extend_values(&mut out, rank, 0..len);
+    extend_values_in(dtype, &mut out, rank, 0..len);
     out
 }
 
-/// Appends elements `indices` of rank `rank`'s [`values`] to `out` (exact
-/// in `f32` below 2^24, far past any size the matrix submits).
-pub(crate) fn extend_values(out: &mut Vec<f32>, rank: usize, indices: std::ops::Range<usize>) {
+/// Appends elements `indices` of rank `rank`'s values in `dtype` to `out`:
+/// element `i` is `16 rank + 1 + i` in `f32` (exact below 2^24, far past any
+/// size the matrix submits); in a 16-bit dtype the index repeats every 16
+/// (`16 rank + 1 + i % 16`), so that each value, and each sum of up to four
+/// ranks' values (at most 256: the matrix's operations run on two or three),
+/// is exact in `f16` and `bf16`.
+pub(crate) fn extend_values_in(
+    dtype: Dtype,
+    out: &mut Vec<f32>,
+    rank: usize,
+    indices: std::ops::Range<usize>,
+) {
     // Through i32, which converts to f32 in one vector instruction.
     let first = rank * 16 + 1;
-    out.extend(indices.map(|i| (first + i) as i32 as f32));
+    match dtype {
+        Dtype::F32 => out.extend(indices.map(|i| (first + i) as i32 as f32)),
+        _ => out.extend(indices.map(|i| (first + i % 16) as i32 as f32)),
+    }
 }
 
 /// Probes on `tensors` when the harness provides the probe (none otherwise);
@@ -125,7 +143,8 @@ pub(crate) fn probes<H: Harness>(
 /// comparison rule, [`Operation::same_values`]). A wrong value is a violation
 /// of the operation's value invariant ([`Operation::value_invariant`]), not of
 /// the retention or completion invariant whose check found it: it is recorded
-/// for that invariant and the verification passes.
+/// for that invariant and the verification passes. The outputs are read in
+/// the world's matrix dtype ([`RankCtx::large_dtype`]).
 pub(crate) fn verify_tensors<H: Harness>(
     operation: Operation,
     outputs: Vec<crate::harness::Tensor<H>>,
@@ -136,7 +155,7 @@ pub(crate) fn verify_tensors<H: Harness>(
     Box::new(move |ctx: &RankCtx<'_, H>| {
         let expected = expected();
         for (index, (output, expected)) in outputs.iter().zip(&expected).enumerate() {
-            let got = ctx.read(output).map_err(|finding| {
+            let got = ctx.in_dtype(ctx.large_dtype(), || ctx.read(output)).map_err(|finding| {
                 let message = format!(
                     "{operation} on rank {}: output {index} cannot be read after its completion was reported: \
                      {finding:?}",

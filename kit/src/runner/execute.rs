@@ -5,6 +5,7 @@
 
 use crate::case::Case;
 use crate::check::Finding;
+use crate::dtype::Dtype;
 use crate::harness::Harness;
 use crate::operation::Operation;
 use crate::results::{CaseResult, Verdict};
@@ -76,11 +77,18 @@ fn attempt<H: Harness>(
             }
         }
     };
-    let world_at = |(ranks, large, sends): Regime| -> WorldEnd {
+    let world_at = |regime: Regime| -> WorldEnd {
+        let Regime {
+            ranks,
+            large,
+            dtype,
+            sends,
+        } = regime;
         let run = Run {
             journal: Arc::clone(&run.journal),
             attempt: run.attempt,
             large,
+            large_dtype: dtype,
             largest_world: case.worlds.iter().copied().max().unwrap_or(ranks),
             sends,
         };
@@ -92,17 +100,34 @@ fn attempt<H: Harness>(
     };
     // Each size at the standard submissions, then once more (a fresh world
     // of the first size) past the harness's protocol boundaries where the
-    // case has such a regime, and (RET cases on a transfer) once more with
-    // the sender as the subject.
-    let mut runs: Vec<Regime> = case
-        .worlds
-        .iter()
-        .map(|&ranks| (ranks, None, false))
-        .collect();
+    // case has such a regime, in f32 and in each dtype whose boundaries
+    // differ, and (RET cases and EXC-2 on a transfer or a broadcast) once
+    // more with the sender or the root as the subject.
+    let standard = |ranks| Regime {
+        ranks,
+        large: None,
+        dtype: Dtype::F32,
+        sends: false,
+    };
+    let mut runs: Vec<Regime> = case.worlds.iter().map(|&ranks| standard(ranks)).collect();
     if let (Some(&ranks), Some(large)) = (case.worlds.first(), case.large.as_ref()) {
-        runs.push((ranks, Some(large.elements), false));
+        let past = |elements, dtype| Regime {
+            large: Some(elements),
+            dtype,
+            ..standard(ranks)
+        };
+        runs.push(past(large.elements, Dtype::F32));
+        runs.extend(
+            large
+                .dtypes
+                .iter()
+                .map(|&(dtype, elements)| past(elements, dtype)),
+        );
         if large.sender {
-            runs.push((ranks, Some(large.elements), true));
+            runs.push(Regime {
+                sends: true,
+                ..past(large.elements, Dtype::F32)
+            });
         }
     }
     let mut ends: Vec<Option<WorldEnd>> = match worlds {
@@ -137,9 +162,8 @@ fn attempt<H: Harness>(
     // The verdict is that of the first run (in order) that does not pass.
     let mut ran = Vec::new();
     for (&world, end) in runs.iter().zip(&mut ends) {
-        let (ranks, large, _) = world;
-        if large.is_none() {
-            ran.push(ranks);
+        if world.large.is_none() {
+            ran.push(world.ranks);
         }
         let end = end.take().unwrap_or_else(|| world_at(world));
         // A blocked call has not returned, and an overrun world's ranks
@@ -163,16 +187,30 @@ fn attempt<H: Harness>(
     }
 }
 
-/// One world run of a case: its ranks, its elements per rank past the
-/// protocol boundaries (`None`: the standard submissions), and whether the
-/// transfer's subject is its sender.
-type Regime = (usize, Option<usize>, bool);
+/// One world run of a case.
+#[derive(Debug, Clone, Copy)]
+struct Regime {
+    ranks: usize,
+    /// Elements per rank past the protocol boundaries (`None`: the standard
+    /// submissions).
+    large: Option<usize>,
+    /// The dtype of those elements.
+    dtype: Dtype,
+    /// Whether the subject is the member whose part needs no peer (a
+    /// transfer's sender, a broadcast's root).
+    sends: bool,
+}
 
 /// The verdict of one world run, of `ranks` ranks, at the standard
 /// submissions or (`large`) past the harness's protocol boundaries.
 fn classify<H: Harness>(
     case: &Case<H>,
-    (ranks, large, sends): Regime,
+    Regime {
+        ranks,
+        large,
+        dtype,
+        sends,
+    }: Regime,
     end: WorldEnd,
     limit: Duration,
     run: &Run,
@@ -182,7 +220,13 @@ fn classify<H: Harness>(
         parts.push(format!("world of {ranks}"));
     }
     if let (Some(elements), Some(regime)) = (large, case.large.as_ref()) {
-        parts.push(format!("{elements} elements per rank, {}", regime.why));
+        parts.push(match dtype {
+            Dtype::F32 => format!("{elements} elements per rank, {}", regime.why),
+            other => format!(
+                "{elements} {other} elements per rank, just past the largest protocol boundary the harness \
+                 names for {other}"
+            ),
+        });
     }
     if sends {
         parts.push(

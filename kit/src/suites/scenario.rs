@@ -428,13 +428,33 @@ pub(crate) fn past_boundaries<H: crate::harness::Harness>(
             "the size sweep's largest message (the harness names no protocol boundary)".to_owned(),
         ),
     };
-    let fits = harness
-        .max_message_bytes()
-        .is_none_or(|limit| elements * size <= limit);
-    fits.then_some(crate::case::Large {
+    let fits = |elements: usize, dtype: Dtype| {
+        harness
+            .max_message_bytes()
+            .is_none_or(|limit| elements * dtype.size() <= limit)
+    };
+    // Each other dtype whose boundaries differ from f32's (and from those of
+    // a dtype already chosen), just past its own largest boundary.
+    let mut seen = vec![boundaries.clone()];
+    let mut dtypes = Vec::new();
+    for dtype in harness.dtypes() {
+        let own = harness.boundaries(dtype);
+        if dtype == Dtype::F32 || seen.contains(&own) {
+            continue;
+        }
+        if let Some(&largest) = own.iter().max() {
+            let count = largest / dtype.size() + 1;
+            if fits(count, dtype) {
+                dtypes.push((dtype, count));
+            }
+        }
+        seen.push(own);
+    }
+    fits(elements, Dtype::F32).then_some(crate::case::Large {
         elements,
         why,
         sender: false,
+        dtypes,
     })
 }
 

@@ -66,6 +66,8 @@ pub struct RankCtx<'w, H: Harness> {
     pub(super) attempt: u32,
     /// See [`RankCtx::large`].
     pub(super) large: Option<usize>,
+    /// See [`RankCtx::large_dtype`].
+    pub(super) large_dtype: Dtype,
     /// See [`RankCtx::largest_world`].
     pub(super) largest_world: usize,
     /// See [`RankCtx::subject_sends`].
@@ -105,6 +107,7 @@ impl<'w, H: Harness> RankCtx<'w, H> {
             seed: 0,
             attempt: 0,
             large: None,
+            large_dtype: Dtype::F32,
             largest_world: size,
             sends: false,
             rounds: std::cell::Cell::new(0),
@@ -125,6 +128,13 @@ impl<'w, H: Harness> RankCtx<'w, H> {
     /// their standard sizes of a few elements.
     pub(crate) fn large(&self) -> Option<usize> {
         self.large
+    }
+
+    /// The dtype of the completion matrix's operation submissions in this
+    /// world: `f32`, or, past the boundaries, another dtype whose protocol
+    /// boundaries differ from `f32`'s (see [`RankCtx::large`]).
+    pub(crate) fn large_dtype(&self) -> Dtype {
+        self.large_dtype
     }
 
     /// The largest world the case runs on (its worlds the harness builds):

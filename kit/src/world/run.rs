@@ -76,6 +76,7 @@ pub(crate) fn run_ranks<H: Harness>(
         let journal = Arc::clone(&run.journal);
         let attempt = run.attempt;
         let large = run.large;
+        let large_dtype = run.large_dtype;
         let largest_world = run.largest_world;
         let sends = run.sends;
         let signals = Arc::clone(&world.signals);
@@ -153,6 +154,7 @@ pub(crate) fn run_ranks<H: Harness>(
                                     seed,
                                     attempt,
                                     large,
+                                    large_dtype,
                                     largest_world,
                                     sends,
                                     rounds: std::cell::Cell::new(0),
@@ -253,6 +255,9 @@ pub(crate) struct Run {
     /// ([`RankCtx::large`](super::RankCtx::large)); `None`: their standard
     /// sizes.
     pub(crate) large: Option<usize>,
+    /// The dtype of those submissions
+    /// ([`RankCtx::large_dtype`](super::RankCtx::large_dtype)).
+    pub(crate) large_dtype: Dtype,
     /// The largest of the case's worlds
     /// ([`RankCtx::largest_world`](super::RankCtx::largest_world)).
     pub(crate) largest_world: usize,

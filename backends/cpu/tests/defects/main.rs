@@ -46,6 +46,10 @@ const SCENARIOS: &[(Defect, Scenario)] = &[
     (Defect::CollectiveDropsResources, collective_drops_resources),
     (Defect::LargeInputNotRetained, large_input_not_retained),
     (
+        Defect::LargeHalfInputNotRetained,
+        large_half_input_not_retained,
+    ),
+    (
         Defect::RendezvousInputNotRetained,
         rendezvous_input_not_retained,
     ),

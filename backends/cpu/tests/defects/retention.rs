@@ -68,6 +68,28 @@ pub(crate) fn large_input_not_retained(d: &CpuDevice) -> bool {
     retained(4) && !retained(commcheck_cpu::PARALLEL_FROM)
 }
 
+/// As `large_input_not_retained`, in each element type: only the large
+/// 16-bit inputs go.
+pub(crate) fn large_half_input_not_retained(d: &CpuDevice) -> bool {
+    let e = d.executor();
+    let group = single(d);
+    let retained = |element: commcheck_cpu::Element, len: usize| {
+        let t = d
+            .typed_tensor(element, &vec![1.0; len], &[i32::try_from(len).unwrap()])
+            .unwrap();
+        let id = t.storage_id();
+        let hold = e.hold();
+        let sub = CpuBackend::all_reduce_sum(t, &group, &e).unwrap();
+        let live = d.storage_live(id);
+        drop(hold);
+        let _ = finish(sub.completion);
+        live
+    };
+    let large = commcheck_cpu::PARALLEL_FROM;
+    use commcheck_cpu::Element::{Bf16, F16, F32};
+    retained(F16, 4) && retained(F32, large) && !retained(F16, large) && !retained(Bf16, large)
+}
+
 /// A rendezvous send (the device takes the defect's `rendezvous`
 /// personality) whose receiver has not posted: once it runs, waiting for the
 /// receiver, its input is freed although the caller's handle was moved into

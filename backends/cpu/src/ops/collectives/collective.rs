@@ -111,7 +111,12 @@ impl Collective {
             && input
                 .as_ref()
                 .is_some_and(|tensor| tensor.len() >= PARALLEL_FROM);
-        let retain_input = retain_inputs && !(large && device.has(Defect::LargeInputNotRetained));
+        let half = input
+            .as_ref()
+            .is_some_and(|tensor| tensor.element() != Element::F32);
+        let weak_large = device.has(Defect::LargeInputNotRetained)
+            || (half && device.has(Defect::LargeHalfInputNotRetained));
+        let retain_input = retain_inputs && !(large && weak_large);
         let retain_output = !device.has(Defect::OutputNotRetained);
         let element = input.as_ref().map_or(Element::F32, CpuTensor::element);
         let output =
