@@ -230,11 +230,11 @@ pub fn check<H: Harness + Clone>(harness: &H, data: &[u8]) -> Result<(), Failure
     judge(Target::Sequence, data, outcome.map(drop), &program.ops)
 }
 
-/// A sequence's outcome as a fuzz finding: a divergence, unless the kit
-/// could not place an injected fault ([`Divergence::fault_unplaced`]): then
-/// the input is inconclusive, and no finding.
+/// A sequence's outcome as a fuzz finding: a divergence, unless it is
+/// inconclusive ([`Divergence::inconclusive`]: an unplaced fault, or a wait
+/// bounded by time that expired on a loaded machine): then no finding.
 ///
-/// [`Divergence::fault_unplaced`]: crate::model::Divergence::fault_unplaced
+/// [`Divergence::inconclusive`]: crate::model::Divergence::inconclusive
 fn judge(
     target: Target,
     data: &[u8],
@@ -242,7 +242,7 @@ fn judge(
     ops: &Sequence,
 ) -> Result<(), Failure> {
     match outcome {
-        Err(divergence) if !divergence.fault_unplaced() => {
+        Err(divergence) if !divergence.inconclusive() => {
             Err(sequence_failure(target, data, divergence, ops))
         }
         _ => Ok(()),

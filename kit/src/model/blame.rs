@@ -25,6 +25,20 @@ const OVERFLOW_EDGE: Duration = Duration::from_secs(365 * 24 * 3600);
 pub(crate) const UNPLACED_FAULT: &str =
     "the kit cannot tell where the injected fault landed, so no invariant is named";
 
+/// How a divergence ends that rests on how long something took: a wait the
+/// kit bounds by time (the late peer's side finishing) that expired. On a
+/// loaded machine the kit cannot vouch for that time, so no invariant is
+/// named and the fuzz targets do not report it
+/// ([`super::Divergence::inconclusive`]).
+pub(crate) const UNVOUCHED_TIME: &str =
+    "the kit cannot vouch for that time on a loaded machine, so no invariant is named";
+
+/// A wait the kit bounded by time expired: inconclusive, not a violation
+/// (see [`UNVOUCHED_TIME`]).
+pub(super) fn out_of_time(message: String) -> Breach {
+    harness_breach(format!("{message}: {UNVOUCHED_TIME}"))
+}
+
 /// A divergence found on rank 0, before the step index is attached.
 #[derive(Debug)]
 pub(crate) struct Breach {

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use eredu_core::BoundedCompletionWait;
 
-use super::blame::{breach, harness_breach, Breach};
+use super::blame::{breach, harness_breach, out_of_time, Breach};
 use super::live::Live;
 use super::op::{Mode, Timeout};
 use super::peer;
@@ -51,7 +51,10 @@ impl<'c, 'w, H: Harness> Runner<'c, 'w, H> {
         self.no_destructor_inside_releasable()?;
         self.released_in_time()?;
         if !self.plan.await_finished(slack::RELEASE * 2) {
-            return Err(harness_breach("the late peer did not finish".into()));
+            return Err(out_of_time(format!(
+                "the late peer's side had not finished {:?} after everything was released",
+                slack::RELEASE * 2
+            )));
         }
         if let Some((id, message)) = self.plan.first_violation() {
             return Err(breach(id, format!("the late peer's side: {message}")));

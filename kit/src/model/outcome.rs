@@ -90,6 +90,16 @@ impl Divergence {
     pub fn fault_unplaced(&self) -> bool {
         self.id.is_none() && self.message.ends_with(super::blame::UNPLACED_FAULT)
     }
+
+    /// Whether the divergence says the sequence is inconclusive rather than
+    /// that the backend broke the contract: an unplaced fault
+    /// ([`Divergence::fault_unplaced`]), or a wait the kit bounds by time
+    /// that expired, a time it cannot vouch for on a loaded machine. It names
+    /// no invariant, and the fuzz targets do not report it.
+    pub fn inconclusive(&self) -> bool {
+        self.fault_unplaced()
+            || (self.id.is_none() && self.message.ends_with(super::blame::UNVOUCHED_TIME))
+    }
 }
 
 impl std::error::Error for Divergence {}
