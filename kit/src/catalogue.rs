@@ -320,11 +320,12 @@ pub(crate) fn catalogue_within<H: Harness>(harness: &H, processes: Option<usize>
 /// is the member whose part needs no peer (a transfer's sender, a
 /// broadcast's root): such a member may complete before its late peers join
 /// (an eager protocol), or stay pending until they do (rendezvous), and
-/// must retain what it reads (RET) and never report completion before its
-/// own part is done (EXC-2) either way.
+/// must retain what it reads (RET), never block a poll (EXC-1) or report
+/// completion before its own part is done (EXC-2), and honour a bounded
+/// wait's deadline (CAN-2) and a claimed mode (CAN-4) either way.
 fn sender_world(subject: Subject, id: &str) -> bool {
     matches!(
         subject.operation(),
         Some(Operation::SendReceive | Operation::Broadcast)
-    ) && (id.starts_with("RET-") || id == "EXC-2")
+    ) && (id.starts_with("RET-") || ["EXC-1", "EXC-2", "CAN-2", "CAN-4"].contains(&id))
 }

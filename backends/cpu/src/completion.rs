@@ -59,6 +59,9 @@ pub struct CpuCompletion {
     /// Reports completion before its work ran (the `BroadcastRootEarly`
     /// defect, on a broadcast's root only).
     early: bool,
+    /// A send that waits for its receiver (the `rendezvous` personality):
+    /// where the `RendezvousCancelErrors` defect acts.
+    rendezvous_send: bool,
 }
 
 impl Clone for CpuCompletion {
@@ -75,6 +78,7 @@ impl Clone for CpuCompletion {
             error_reported_at: self.error_reported_at.clone(),
             stale_query_served: self.stale_query_served.clone(),
             early: self.early,
+            rendezvous_send: self.rendezvous_send,
         }
     }
 }
@@ -152,6 +156,7 @@ impl CpuCompletion {
             error_reported_at: Cell::new(None),
             stale_query_served: Cell::new(false),
             early: false,
+            rendezvous_send: false,
         }
     }
 
@@ -169,6 +174,12 @@ impl CpuCompletion {
     /// ran (the `BroadcastRootEarly` defect).
     pub(crate) fn reporting_early(mut self) -> Self {
         self.early = true;
+        self
+    }
+
+    /// This handle is a rendezvous send's (see `rendezvous_send`).
+    pub(crate) fn of_rendezvous_send(mut self) -> Self {
+        self.rendezvous_send = true;
         self
     }
 
@@ -442,8 +453,9 @@ impl BoundedCompletion for CpuCompletion {
             // The work finished during teardown: it completed exactly.
             return Ok(BoundedCompletionOutcome::Completed);
         }
-        if mode == CompletionCancellationMode::NativeCancel && self.has(Defect::NativeCancelErrors)
-        {
+        let errors = self.has(Defect::NativeCancelErrors)
+            || (self.rendezvous_send && self.has(Defect::RendezvousCancelErrors));
+        if mode == CompletionCancellationMode::NativeCancel && errors {
             return Err(CpuError::Cancelled {
                 operation: self.operation,
             });

@@ -107,6 +107,11 @@ defects! {
     WrongCancellationMode => "CAN-3", "wait_bounded reports the mode the policy did not select";
     /// NativeCancel is claimed, but a deadline returns `Err` after teardown.
     NativeCancelErrors => "CAN-4", "a NativeCancel deadline returns Err instead of DeadlineExceeded";
+    /// Under the `rendezvous` personality, a NativeCancel deadline on a send
+    /// that waits for its receiver (at least
+    /// [`RENDEZVOUS_FROM`](crate::RENDEZVOUS_FROM) bytes) returns `Err`
+    /// after teardown instead of `DeadlineExceeded`.
+    RendezvousCancelErrors => "CAN-4", "under the rendezvous personality, a NativeCancel deadline on a send past the protocol switch returns Err instead of DeadlineExceeded";
     /// NativeCancel returns before native teardown has finished: the
     /// request does not wake a blocked body, which notices it at its next
     /// poll (every millisecond), as in a backend whose teardown lags.
@@ -179,6 +184,7 @@ impl Defect {
     pub const fn personality(self) -> Option<crate::Personality> {
         match self {
             Self::RendezvousInputNotRetained
+            | Self::RendezvousCancelErrors
             | Self::RendezvousSkipsHeaderCheck
             | Self::RendezvousSeparateHeader => Some(crate::Personality::Rendezvous),
             _ => None,

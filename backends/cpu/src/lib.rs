@@ -71,6 +71,7 @@
 //! | `EarlyDeadline` | CAN-2 | the deadline fires after a quarter of the timeout |
 //! | `WrongCancellationMode` | CAN-3 | the other mode is reported |
 //! | `NativeCancelErrors` | CAN-4 | a NativeCancel deadline returns `Err` |
+//! | `RendezvousCancelErrors` | CAN-4 | under `rendezvous`, a NativeCancel deadline on a send past the protocol switch returns `Err` |
 //! | `NativeCancelNoTeardown` | CAN-5 | NativeCancel returns before teardown |
 //! | `QuarantineDropsLive` | CAN-6 | quarantine releases live resources |
 //! | `ErrorDropsLive` | CAN-7 | `Err` returned after dropping live resources |

@@ -3,7 +3,7 @@
 //! records and results files, and the closing summary.
 
 use super::admission::Admission;
-use super::execute::{case_seed, execute, result};
+use super::execute::{case_seed, execute, result, world_runs};
 use super::records::Records;
 use super::{decided, grid, isolation, level, records, results};
 use crate::case::Case;
@@ -63,7 +63,7 @@ pub fn run_cases_with<H: Harness>(
                 let Some(index) = index else { break };
                 let case = &cases[index];
                 let at_once = settings.jobs.is_none();
-                let admitted = admission.enter(if at_once { case.worlds.len() } else { 1 });
+                let admitted = admission.enter(if at_once { world_runs(case) } else { 1 });
                 let result = execute(&harness, case, base, limit, at_once);
                 drop(admitted);
                 progress(&result, cases.len());

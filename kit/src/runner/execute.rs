@@ -98,38 +98,7 @@ fn attempt<H: Harness>(
             }
         }
     };
-    // Each size at the standard submissions, then once more (a fresh world
-    // of the first size) past the harness's protocol boundaries where the
-    // case has such a regime, in f32 and in each dtype whose boundaries
-    // differ, and (RET cases and EXC-2 on a transfer or a broadcast) once
-    // more with the sender or the root as the subject.
-    let standard = |ranks| Regime {
-        ranks,
-        large: None,
-        dtype: Dtype::F32,
-        sends: false,
-    };
-    let mut runs: Vec<Regime> = case.worlds.iter().map(|&ranks| standard(ranks)).collect();
-    if let (Some(&ranks), Some(large)) = (case.worlds.first(), case.large.as_ref()) {
-        let past = |elements, dtype| Regime {
-            large: Some(elements),
-            dtype,
-            ..standard(ranks)
-        };
-        runs.push(past(large.elements, Dtype::F32));
-        runs.extend(
-            large
-                .dtypes
-                .iter()
-                .map(|&(dtype, elements)| past(elements, dtype)),
-        );
-        if large.sender {
-            runs.push(Regime {
-                sends: true,
-                ..past(large.elements, Dtype::F32)
-            });
-        }
-    }
+    let runs = regimes(case);
     let mut ends: Vec<Option<WorldEnd>> = match worlds {
         Worlds::AtOnce(_) if runs.len() > 1 => std::thread::scope(|scope| {
             let running: Vec<_> = runs
@@ -185,6 +154,48 @@ fn attempt<H: Harness>(
         worlds: ran,
         blocked: false,
     }
+}
+
+/// The world runs of `case`: each size at the standard submissions, then
+/// once more (a fresh world of the first size) past the harness's protocol
+/// boundaries where the case has such a regime, in `f32` and in each dtype
+/// whose boundaries differ, and (RET cases and EXC-2 on a transfer or a
+/// broadcast) once more with the sender or the root as the subject.
+fn regimes<H: Harness>(case: &Case<H>) -> Vec<Regime> {
+    let standard = |ranks| Regime {
+        ranks,
+        large: None,
+        dtype: Dtype::F32,
+        sends: false,
+    };
+    let mut runs: Vec<Regime> = case.worlds.iter().map(|&ranks| standard(ranks)).collect();
+    if let (Some(&ranks), Some(large)) = (case.worlds.first(), case.large.as_ref()) {
+        let past = |elements, dtype| Regime {
+            large: Some(elements),
+            dtype,
+            ..standard(ranks)
+        };
+        runs.push(past(large.elements, Dtype::F32));
+        runs.extend(
+            large
+                .dtypes
+                .iter()
+                .map(|&(dtype, elements)| past(elements, dtype)),
+        );
+        if large.sender {
+            runs.push(Regime {
+                sends: true,
+                ..past(large.elements, Dtype::F32)
+            });
+        }
+    }
+    runs
+}
+
+/// How many worlds `case` runs (at once, in the adaptive count: what the
+/// admission counts).
+pub(crate) fn world_runs<H: Harness>(case: &Case<H>) -> usize {
+    regimes(case).len()
 }
 
 /// One world run of a case.

@@ -140,6 +140,11 @@ impl PointToPointBackend for CpuBackend {
             executor.enqueue(OP, WorkKind::Communication, retention.into_vec(), || {
                 Work::local(body)
             })?;
+        let completion = if rendezvous {
+            completion.of_rendezvous_send()
+        } else {
+            completion
+        };
         Ok(Submission { output, completion })
     }
 }

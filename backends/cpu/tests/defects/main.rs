@@ -79,6 +79,7 @@ const SCENARIOS: &[(Defect, Scenario)] = &[
     (Defect::EarlyDeadline, early_deadline),
     (Defect::WrongCancellationMode, wrong_cancellation_mode),
     (Defect::NativeCancelErrors, native_cancel_errors),
+    (Defect::RendezvousCancelErrors, rendezvous_cancel_errors),
     (Defect::NativeCancelNoTeardown, native_cancel_no_teardown),
     (Defect::QuarantineDropsLive, quarantine_drops_live),
     (Defect::ErrorDropsLive, error_drops_live),

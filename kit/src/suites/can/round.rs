@@ -97,7 +97,10 @@ impl<'c, 'w, H: Harness> Round<'c, 'w, H> {
         drop(pending.submitted.verify.take());
         let held = !setup.fault || setup.hold || driver.pending == PendingVia::Hold;
         if held {
-            let certain = hold.is_some() || driver.pending != PendingVia::Lazy;
+            // Work that may end alone (a sender, a root) is pending only
+            // while the backend says so.
+            let certain =
+                hold.is_some() || (driver.pending != PendingVia::Lazy && !pending.submitted.alone);
             crate::suites::common::retained_at_submission(
                 ctx,
                 &probes,
@@ -219,6 +222,7 @@ impl<'c, 'w, H: Harness> Round<'c, 'w, H> {
         );
         let elapsed = started.elapsed();
         let pending = self.surely_pending();
+        let alone = self.pending.submitted.alone;
         let outcome = outcome.ok_or_else(|| {
             Finding::NotSupported(format!("{}: completion has no bounded wait", self.subject))
         })?;
@@ -228,6 +232,7 @@ impl<'c, 'w, H: Harness> Round<'c, 'w, H> {
             mode,
             elapsed,
             pending,
+            alone,
         })
     }
 
