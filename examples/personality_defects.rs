@@ -6,10 +6,13 @@
 //! with `Instruments::NONE`. Each row is one of:
 //! - `caught`: a case of the defect's own ID failed;
 //! - `blind`: every case of that ID is not-supported without instruments (the
-//!   kit says which instrument it needs); the instrumented precision matrix
-//!   (`cargo test --test mutants`) proves those checks;
+//!   kit says which instrument it needs), or the defect is declared below as
+//!   one no black box can tell from a legal design, with why; the
+//!   instrumented precision matrix (`cargo test --test mutants`) proves
+//!   those checks;
 //! - `cannot arise`: the defect cannot happen in that personality's design,
-//!   declared below with why; the table fails if such a defect is caught
+//!   declared below with why, or it lives on another personality's path
+//!   (`Defect::personality`); the table fails if such a defect is caught
 //!   (the declaration is then wrong);
 //! - `MISSED`: none of the above: every case of that ID was decided, and
 //!   none failed. Any missed row makes the exit status 1;
@@ -54,11 +57,27 @@ const CANNOT_ARISE: &[(Defect, &str, &str)] = &[
     ),
 ];
 
+/// Defects no black box can tell from a legal design, with why: without an
+/// instrument, their one observable effect is one a correct backend may
+/// show too.
+const BLACK_BOX_BLIND: &[(Defect, &str)] = &[
+    (
+        Defect::BroadcastRootEarly,
+        "a broadcast's root may legally complete before its late peers join; only the observer (or held work \
+         ahead of it) tells a root that reports completion before its own part ran",
+    ),
+    (
+        Defect::RendezvousCancelErrors,
+        "a send may legally end before its receiver posts; only the observer says a send was still pending \
+         when its NativeCancel deadline returned Err",
+    ),
+];
+
 /// What one defect's own-ID cases showed.
 enum Row {
     Caught(String),
     Blind(String),
-    CannotArise(&'static str),
+    CannotArise(String),
     Missed(String),
     /// Not caught, and some case was inconclusive.
     Undecided(String),
@@ -67,10 +86,15 @@ enum Row {
 }
 
 fn classify(defect: Defect, personality: &str, cases: &[CaseResult]) -> Row {
+    let elsewhere = defect
+        .personality()
+        .filter(|home| home.name() != personality)
+        .map(|home| format!("the defect lives on the `{home}` personality's path only"));
     let declared = CANNOT_ARISE
         .iter()
         .find(|(d, p, _)| *d == defect && *p == personality)
-        .map(|(_, _, why)| *why);
+        .map(|(_, _, why)| (*why).to_owned())
+        .or(elsewhere);
     let failed: Vec<&CaseResult> = cases.iter().filter(|c| c.verdict.is_failure()).collect();
     if let Some(case) = failed.first() {
         let seen = format!(
@@ -86,6 +110,9 @@ fn classify(defect: Defect, personality: &str, cases: &[CaseResult]) -> Row {
     }
     if let Some(why) = declared {
         return Row::CannotArise(why);
+    }
+    if let Some((_, why)) = BLACK_BOX_BLIND.iter().find(|(d, _)| *d == defect) {
+        return Row::Blind((*why).to_owned());
     }
     if !cases.is_empty() && cases.iter().all(|c| c.verdict == Verdict::NotSupported) {
         let reason = cases[0].message.clone().unwrap_or_default();
@@ -187,7 +214,7 @@ fn one(personality: &str) -> Result<bool, String> {
         let (slot, what, detail) = match row {
             Row::Caught(seen) => (0, "caught", seen.as_str()),
             Row::Blind(why) => (1, "blind", why.as_str()),
-            Row::CannotArise(why) => (2, "cannot arise", *why),
+            Row::CannotArise(why) => (2, "cannot arise", why.as_str()),
             Row::Missed(seen) => (3, "MISSED", seen.as_str()),
             Row::Stale(seen) => (4, "CAUGHT, declared cannot arise", seen.as_str()),
             Row::Undecided(seen) => (5, "UNDECIDED", seen.as_str()),

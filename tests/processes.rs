@@ -497,13 +497,15 @@ impl<'a> Claims<'a> {
     }
 }
 
-/// The defects whose invariant is of class M (`COMMCHECK_MUTANTS` narrows them).
+/// The defects whose invariant is of class M and whose path exists across
+/// processes (`Defect::across_processes`; `COMMCHECK_MUTANTS` narrows them).
 fn m_class_defects() -> Vec<Defect> {
     let wanted = std::env::var("COMMCHECK_MUTANTS").unwrap_or_default();
     Defect::ALL
         .iter()
         .copied()
         .filter(|d| invariant(d.invariant()).is_some_and(|i| i.class == Class::M))
+        .filter(|d| d.across_processes())
         .filter(|d| wanted.trim().is_empty() || wanted.split(',').any(|w| w.trim() == d.name()))
         .collect()
 }

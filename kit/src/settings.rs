@@ -87,6 +87,13 @@ pub enum SettingsError {
         /// What is accepted.
         expected: &'static str,
     },
+    /// The results directory (`COMMCHECK_RESULTS_DIR`, or its default)
+    /// cannot be written.
+    #[error("COMMCHECK_RESULTS_DIR: {reason}")]
+    Unwritable {
+        /// What failed.
+        reason: String,
+    },
 }
 
 const TIMEOUT: &str = "COMMCHECK_CASE_TIMEOUT_MS";

@@ -213,6 +213,78 @@ fn partial_runs_say_so_and_stale_records_stay_out() -> Result<(), Failed> {
     Ok(())
 }
 
+/// A run whose filters select no case writes nothing and says so: the
+/// report made from the directory afterwards is the one made before.
+fn a_run_that_selects_nothing_keeps_the_last_run() -> Result<(), Failed> {
+    let dir = tempdir()?;
+    one_process(dir.path())?;
+    let digest = |dir: &Path| -> Result<String, Failed> {
+        let made = report_from_records(dir, &Expectations::none()).map_err(|e| e.to_string())?;
+        Ok(format!("{} {}", made.report.level, made.report.digest))
+    };
+    let before = digest(dir.path())?;
+    let mut command = Command::new(exe()?);
+    let output = command
+        .arg("NOPE-1")
+        .env("RUNNERS_SUITE", "1")
+        .env("COMMCHECK_RESULTS_DIR", dir.path())
+        .env("COMMCHECK_SEED", "99")
+        .env_remove("NEXTEST")
+        .env_remove("NEXTEST_RUN_ID")
+        .output()
+        .map_err(|e| e.to_string())?;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    if !output.status.success() || !stderr.contains("no case matches the filters given") {
+        return Err(format!("NOPE-1: exit {}, stderr:\n{stderr}", output.status).into());
+    }
+    let after = digest(dir.path())?;
+    if after != before {
+        return Err(
+            format!("the report changed after a run of no case: {before} -> {after}").into(),
+        );
+    }
+    Ok(())
+}
+
+/// A run whose records cannot be written fails, in every runner (one
+/// process for all cases, one per case as nextest runs them), and the first
+/// line it prints says why.
+fn a_run_that_cannot_record_fails() -> Result<(), Failed> {
+    let dir = tempdir()?;
+    let blocker = dir.path().join("a-file");
+    std::fs::write(&blocker, "not a directory").map_err(|e| e.to_string())?;
+    let unwritable = blocker.join("results");
+    for (args, nextest) in [
+        (vec!["BAR-1"], false),
+        (vec!["BAR-1::barrier", "--exact"], true),
+    ] {
+        let mut command = Command::new(exe()?);
+        command
+            .args(&args)
+            .env("RUNNERS_SUITE", "1")
+            .env("COMMCHECK_RESULTS_DIR", &unwritable)
+            .env_remove("COMMCHECK_SEED");
+        if nextest {
+            command
+                .env("NEXTEST", "1")
+                .env("NEXTEST_RUN_ID", "runners-unwritable");
+        } else {
+            command.env_remove("NEXTEST").env_remove("NEXTEST_RUN_ID");
+        }
+        let output = command.output().map_err(|e| e.to_string())?;
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let first = stderr.lines().next().unwrap_or_default();
+        if output.status.success() || !first.contains("cannot write results to") {
+            return Err(format!(
+                "{args:?} (nextest: {nextest}) with an unwritable results directory: exit {}, stderr:\n{stderr}",
+                output.status
+            )
+            .into());
+        }
+    }
+    Ok(())
+}
+
 fn tempdir() -> Result<tempfile::TempDir, Failed> {
     tempfile::tempdir().map_err(|e| Failed::from(e.to_string()))
 }
@@ -231,6 +303,14 @@ fn main() {
         Trial::test(
             "partial_runs_say_so_and_stale_records_stay_out",
             partial_runs_say_so_and_stale_records_stay_out,
+        ),
+        Trial::test(
+            "a_run_that_selects_nothing_keeps_the_last_run",
+            a_run_that_selects_nothing_keeps_the_last_run,
+        ),
+        Trial::test(
+            "a_run_that_cannot_record_fails",
+            a_run_that_cannot_record_fails,
         ),
     ];
     libtest_mimic::run(&args, trials).exit();

@@ -192,6 +192,20 @@ impl Defect {
     }
 }
 
+impl Defect {
+    /// Whether the defect's path exists in a world of processes (one rank
+    /// per process, [`crate::CpuDevice::spanning`]). The `rendezvous`
+    /// personality's sends wait for their receiver only within one process
+    /// (a process does not see another's posted receives, so its sends are
+    /// eager there): the defects on that wait are inert across processes.
+    pub const fn across_processes(self) -> bool {
+        !matches!(
+            self,
+            Self::RendezvousInputNotRetained | Self::RendezvousCancelErrors
+        )
+    }
+}
+
 impl std::fmt::Display for Defect {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{} ({})", self.name(), self.invariant())

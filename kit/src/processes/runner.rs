@@ -237,11 +237,15 @@ pub fn main_across<H: Harness>(processes: Processes, harness: H) -> ! {
     args.test_threads = Some(1);
     let size = control.size();
     let all = catalogue_within(&*harness, Some(size));
-    let records = open_records(&harness, &all, base, Some(size), &settings, &args);
-    let cases: Vec<Case<H>> = all
-        .into_iter()
-        .filter(|case| picked(&filters, args.exact, &case.name()))
-        .collect();
+    let picks = |case: &Case<H>| picked(&filters, args.exact, &case.name());
+    let records = match open_records(&harness, &all, &picks, base, Some(size), &settings, &args) {
+        Ok(records) => records,
+        Err(error) => {
+            say(format!("commcheck: {error}"));
+            processes.exit(1)
+        }
+    };
+    let cases: Vec<Case<H>> = all.into_iter().filter(|case| picks(case)).collect();
     let total = cases.len();
     let ran: Arc<Mutex<Vec<CaseResult>>> = Arc::default();
     let exec = {

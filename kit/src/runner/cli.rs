@@ -127,11 +127,26 @@ pub fn main<H: Harness>(harness: H) -> ! {
         isolation::child_main(harness, &args, settings.case_timeout);
     }
     let must_pass = level::must_pass(&harness);
-    let (conclusion, results, records) = run_with_settings(harness, &args, &filters, &settings);
+    let (conclusion, results, records) =
+        match run_with_settings(harness, &args, &filters, &settings) {
+            Ok(ran) => ran,
+            Err(error) => {
+                eprintln!("commcheck: {error}");
+                std::process::exit(1)
+            }
+        };
     if !args.list {
         if let Some(results) = results {
             report(&results, records.as_deref(), &settings, &args, &must_pass);
         }
+    }
+    if let Some(records) = records.filter(|records| records.write_failed()) {
+        eprintln!(
+            "commcheck: some results of this run could not be recorded in {} (see above): the run fails, \
+             since a report made from that directory would not hold them",
+            records.dir().display()
+        );
+        std::process::exit(1)
     }
     conclusion.exit()
 }
@@ -369,31 +384,48 @@ pub(crate) fn write_results(
 }
 
 /// Opens the results directory for a run over `catalogue`, the whole
-/// catalogue however narrowed the run is (none when only listing); a directory that cannot be written is said on stderr, and the
-/// run goes on without records.
+/// catalogue however narrowed the run is: none when only listing, or when
+/// the run selects no case (`picks` and libtest's filters, skips and
+/// `--ignored`: such a run changes no records, and says so). A directory that cannot be written is an error:
+/// the run would certify nothing.
 pub(crate) fn open_records<H: Harness>(
     harness: &Arc<H>,
     catalogue: &[Case<H>],
+    picks: &dyn Fn(&Case<H>) -> bool,
     base: u64,
     processes: Option<usize>,
     settings: &Settings,
     args: &Arguments,
-) -> Option<Arc<Records>> {
+) -> Result<Option<Arc<Records>>, String> {
     if args.list {
-        return None;
+        return Ok(None);
+    }
+    let ignored_only = args.ignored && !args.include_ignored;
+    let runs = |case: &Case<H>| {
+        picks(case)
+            && selected(args, &case.name())
+            && (!ignored_only || case.not_supported_before_running().is_some())
+    };
+    if !catalogue.iter().any(runs) {
+        eprintln!(
+            "commcheck: no case matches the filters given; no records were written (the results \
+             directory keeps its last run)"
+        );
+        return Ok(None);
     }
     let dir = settings
         .results_dir
         .clone()
         .unwrap_or_else(|| records::default_dir(&harness.identity().name));
     let planned = records::planned(catalogue, |name| case_seed(base, name));
-    match Records::open(dir, harness, base, processes, planned) {
-        Ok(records) => Some(Arc::new(records)),
-        Err(error) => {
-            eprintln!("commcheck: {error}; this run leaves no records");
-            None
-        }
-    }
+    Records::open(dir, harness, base, processes, planned)
+        .map(|records| Some(Arc::new(records)))
+        .map_err(|error| {
+            format!(
+                "{error}: the run's records cannot be written, so nothing would be certified \
+                 (COMMCHECK_RESULTS_DIR names where they go)"
+            )
+        })
 }
 
 /// Runs the libtest-mimic trials; returns the conclusion and (unless
@@ -403,30 +435,35 @@ pub fn run_with<H: Harness>(
     harness: H,
     args: &Arguments,
 ) -> Result<(libtest_mimic::Conclusion, Option<RunResults>), SettingsError> {
-    let (conclusion, results, _) = run_with_settings(harness, args, &[], &Settings::from_env()?);
+    let settings = Settings::from_env()?;
+    let (conclusion, results, _) = run_with_settings(harness, args, &[], &settings)
+        .map_err(|reason| SettingsError::Unwritable { reason })?;
     Ok((conclusion, results))
 }
 
 /// [`run_with`], the catalogue narrowed to what `filters` pick ([`picked`]).
+/// The results directory cannot be written: an error.
+#[allow(clippy::type_complexity)]
 fn run_with_settings<H: Harness>(
     harness: H,
     args: &Arguments,
     filters: &[String],
     settings: &Settings,
-) -> (
-    libtest_mimic::Conclusion,
-    Option<RunResults>,
-    Option<Arc<Records>>,
-) {
+) -> Result<
+    (
+        libtest_mimic::Conclusion,
+        Option<RunResults>,
+        Option<Arc<Records>>,
+    ),
+    String,
+> {
     let harness = Arc::new(harness);
     let (base, limit) = (settings.base_seed(), settings.case_timeout);
     let isolate = settings.isolation == Isolation::Process;
     let all = catalogue(&*harness);
-    let records = open_records(&harness, &all, base, None, settings, args);
-    let cases: Vec<Case<H>> = all
-        .into_iter()
-        .filter(|case| picked(filters, args.exact, &case.name()))
-        .collect();
+    let picks = |case: &Case<H>| picked(filters, args.exact, &case.name());
+    let records = open_records(&harness, &all, &picks, base, None, settings, args)?;
+    let cases: Vec<Case<H>> = all.into_iter().filter(|case| picks(case)).collect();
     let running = Arc::clone(&harness);
     let exec = move |case: &Case<H>| {
         if isolate && case.script.is_ok() {
@@ -436,11 +473,11 @@ fn run_with_settings<H: Harness>(
         }
     };
     let (conclusion, cases) = run_trials(cases, base, args, records.clone(), exec, |_| {});
-    (
+    Ok((
         conclusion,
         cases.map(|cases| summary(&*harness, base, cases)),
         records,
-    )
+    ))
 }
 
 /// Whether libtest's filter and `--skip`s in `args` select `name` (ignored

@@ -293,6 +293,11 @@ impl Records {
         &self.dir
     }
 
+    /// Whether a record or start mark of this process could not be written.
+    pub(crate) fn write_failed(&self) -> bool {
+        self.failed.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
     fn warn(&self, error: String) {
         if !self.failed.swap(true, std::sync::atomic::Ordering::SeqCst) {
             eprintln!("commcheck: {error} (results of this process are not all recorded)");
