@@ -8,8 +8,7 @@
 use std::sync::Arc;
 
 use crate::error::CpuError;
-use crate::sync::lock;
-use crate::sync::rt::{Condvar, Mutex};
+use crate::sync::rt::{lock, Condvar, Mutex};
 use crate::work::WorkCtx;
 
 /// How many bytes of a rendezvous send's buffer one call into the backend
