@@ -171,11 +171,10 @@ struct CertifyArgs {
     backend: String,
     /// The CPU backend's personality: an honest design that differs from the
     /// default, lazy (see commcheck_cpu::personality)
-    #[arg(
-        long,
-        value_name = "NAME",
-        default_value = "lazy",
-        value_parser = clap::builder::PossibleValuesParser::new(commcheck_reference::cpu::PERSONALITIES)
+    #[arg(long, value_name = "NAME", default_value = "lazy")]
+    #[cfg_attr(
+        feature = "cpu",
+        arg(value_parser = clap::builder::PossibleValuesParser::new(commcheck_reference::cpu::PERSONALITIES))
     )]
     personality: String,
     /// Certify the CPU backend as a harness with no instruments would
