@@ -206,13 +206,14 @@ cp -r "$crate/fuzz/corpus/sequence" "$work/fuzz-corpus"
 # The repository's fuzz packages share one target folder: the template's fuzz package
 # starts from the versions commcheck's own fuzz package locks (cargo adds the crate's
 # entries), so the dependencies both build with the same features are built once, and a
-# new release upstream does not change what this check builds.
+# new release upstream does not change what this check builds. Unoptimised (--dev), as
+# .ci/run's fuzz smoke builds them: a 10 s smoke, and the shared build is reused.
 cp "$root/fuzz/Cargo.lock" "$crate/fuzz/Cargo.lock"
 # memchr's defaults, as for the crate above.
 memchr_defaults "$crate/fuzz/Cargo.toml" dependencies
 # From fuzz/, as the template's README says: its .cargo/config.toml keeps
 # coverage to the backend (fuzz/coverage-scope.sh).
-(cd "$crate/fuzz" && env -u CARGO_TARGET_DIR cargo +nightly fuzz run --sanitizer none --target-dir "$root/fuzz/target" \
+(cd "$crate/fuzz" && env -u CARGO_TARGET_DIR cargo +nightly fuzz run --dev --sanitizer none --target-dir "$root/fuzz/target" \
   sequence "$work/fuzz-corpus" -- -max_total_time=10 -seed=1 -print_final_stats=1 -artifact_prefix="$work/") \
   >"$work/fuzz.log" 2>&1 || { tail -n 40 "$work/fuzz.log"; fail "the template's fuzz target failed"; }
 runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$work/fuzz.log")
