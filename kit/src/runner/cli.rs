@@ -441,22 +441,22 @@ pub fn run_with<H: Harness>(
     Ok((conclusion, results))
 }
 
+/// What a run gives: libtest's conclusion, the results (unless listing), and
+/// the records it wrote (none when listing or when it selected no case).
+type Ran = (
+    libtest_mimic::Conclusion,
+    Option<RunResults>,
+    Option<Arc<Records>>,
+);
+
 /// [`run_with`], the catalogue narrowed to what `filters` pick ([`picked`]).
 /// The results directory cannot be written: an error.
-#[allow(clippy::type_complexity)]
 fn run_with_settings<H: Harness>(
     harness: H,
     args: &Arguments,
     filters: &[String],
     settings: &Settings,
-) -> Result<
-    (
-        libtest_mimic::Conclusion,
-        Option<RunResults>,
-        Option<Arc<Records>>,
-    ),
-    String,
-> {
+) -> Result<Ran, String> {
     let harness = Arc::new(harness);
     let (base, limit) = (settings.base_seed(), settings.case_timeout);
     let isolate = settings.isolation == Isolation::Process;

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use commcheck_cpu::{CpuBackend, CpuDevice, Phase};
 use eredu_core::{BoundedCompletion, BoundedCompletionOutcome, Completion};
-use eredu_runtime::backend::{CommunicationBackend, PointToPointBackend, SubmissionBackend};
+use eredu_runtime::backend::{CommunicationBackend, SubmissionBackend};
 
 use crate::common::*;
 use crate::support::*;
@@ -56,17 +56,7 @@ pub(crate) fn native_cancel_errors(d: &CpuDevice) -> bool {
 /// A send past the `rendezvous` personality's switch (the device takes it
 /// with the defect) whose receiver never posts: a NativeCancel deadline.
 pub(crate) fn rendezvous_cancel_errors(d: &CpuDevice) -> bool {
-    let n = commcheck_cpu::RENDEZVOUS_FROM / 4 + 1;
-    let id = eredu_runtime::CommunicationRouteId::new(1);
-    let source = d.route(id, 0, 1, 0).unwrap();
-    let roles: [(&str, &[usize]); 1] = [("large", &[n])];
-    let t = tensor(d, &vec![1.0; n], &[i32::try_from(n).unwrap()]);
-    let send = CpuBackend::send_receive(
-        framed("defects", id, &roles, vec![t]),
-        &source,
-        &d.executor(),
-    )
-    .unwrap();
+    let (send, _) = large_send(d);
     let outcome = send
         .completion
         .wait_bounded(policy(Duration::from_millis(5), NATIVE));

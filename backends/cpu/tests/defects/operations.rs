@@ -210,12 +210,6 @@ pub(crate) fn separate_header_message(d: &CpuDevice) -> bool {
     }]
 }
 
-/// Elements of one `f32` value past the `rendezvous` personality's protocol
-/// switch (a device with a `Rendezvous…` defect has that personality).
-fn past_switch() -> usize {
-    commcheck_cpu::RENDEZVOUS_FROM / 4 + 1
-}
-
 pub(crate) fn rendezvous_skips_header_check(d: &CpuDevice) -> bool {
     let n = past_switch();
     let sent: [(&str, &[usize]); 1] = [("first", &[n])];

@@ -4,7 +4,7 @@
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use commcheck_cpu::{CpuBackend, CpuDevice, CpuError, Phase};
+use commcheck_cpu::{CpuBackend, CpuDevice, CpuError, Element, Phase};
 use eredu_core::{BoundedCompletion, Submission};
 use eredu_runtime::backend::{
     CommunicationBackend, PointToPointBackend, SubmissionBackend, SumReductionBackend,
@@ -53,41 +53,35 @@ pub(crate) fn collective_drops_resources(d: &CpuDevice) -> bool {
 /// A small input is retained, a large one (of `PARALLEL_FROM` elements) is
 /// not: the misbehaviour is the large input freed while its work is held.
 pub(crate) fn large_input_not_retained(d: &CpuDevice) -> bool {
-    let e = d.executor();
-    let group = single(d);
-    let retained = |len: usize| {
-        let t = tensor(d, &vec![1.0; len], &[i32::try_from(len).unwrap()]);
-        let id = t.storage_id();
-        let hold = e.hold();
-        let sub = CpuBackend::all_reduce_sum(t, &group, &e).unwrap();
-        let live = d.storage_live(id);
-        drop(hold);
-        let _ = finish(sub.completion);
-        live
-    };
-    retained(4) && !retained(commcheck_cpu::PARALLEL_FROM)
+    let large = commcheck_cpu::PARALLEL_FROM;
+    sum_retains(d, Element::F32, 4) && !sum_retains(d, Element::F32, large)
 }
 
 /// As `large_input_not_retained`, in each element type: only the large
 /// 16-bit inputs go.
 pub(crate) fn large_half_input_not_retained(d: &CpuDevice) -> bool {
+    let large = commcheck_cpu::PARALLEL_FROM;
+    sum_retains(d, Element::F16, 4)
+        && sum_retains(d, Element::F32, large)
+        && !sum_retains(d, Element::F16, large)
+        && !sum_retains(d, Element::Bf16, large)
+}
+
+/// Whether a sum of one `element` input of `len` elements, held on its
+/// lane with the caller's handle gone, keeps the input allocated.
+fn sum_retains(d: &CpuDevice, element: Element, len: usize) -> bool {
     let e = d.executor();
     let group = single(d);
-    let retained = |element: commcheck_cpu::Element, len: usize| {
-        let t = d
-            .typed_tensor(element, &vec![1.0; len], &[i32::try_from(len).unwrap()])
-            .unwrap();
-        let id = t.storage_id();
-        let hold = e.hold();
-        let sub = CpuBackend::all_reduce_sum(t, &group, &e).unwrap();
-        let live = d.storage_live(id);
-        drop(hold);
-        let _ = finish(sub.completion);
-        live
-    };
-    let large = commcheck_cpu::PARALLEL_FROM;
-    use commcheck_cpu::Element::{Bf16, F16, F32};
-    retained(F16, 4) && retained(F32, large) && !retained(F16, large) && !retained(Bf16, large)
+    let t = d
+        .typed_tensor(element, &vec![1.0; len], &[i32::try_from(len).unwrap()])
+        .unwrap();
+    let id = t.storage_id();
+    let hold = e.hold();
+    let sub = CpuBackend::all_reduce_sum(t, &group, &e).unwrap();
+    let live = d.storage_live(id);
+    drop(hold);
+    let _ = finish(sub.completion);
+    live
 }
 
 /// A rendezvous send (the device takes the defect's `rendezvous`
@@ -95,28 +89,23 @@ pub(crate) fn large_half_input_not_retained(d: &CpuDevice) -> bool {
 /// receiver, its input is freed although the caller's handle was moved into
 /// the submission; a correct device keeps it until the send completes.
 pub(crate) fn rendezvous_input_not_retained(d: &CpuDevice) -> bool {
-    let n = commcheck_cpu::RENDEZVOUS_FROM / 4 + 1;
-    let id = eredu_runtime::CommunicationRouteId::new(1);
-    let source = d.route(id, 0, 1, 0).unwrap();
-    let destination = d.route(id, 0, 1, 1).unwrap();
-    let roles: [(&str, &[usize]); 1] = [("large", &[n])];
-    let t = tensor(d, &vec![1.0; n], &[i32::try_from(n).unwrap()]);
-    let storage = t.storage_id();
-    let Submission {
-        output,
-        completion: send,
-    } = CpuBackend::send_receive(
-        framed("defects", id, &roles, vec![t]),
-        &source,
-        &d.executor(),
-    )
-    .unwrap();
+    let n = past_switch();
+    let (
+        Submission {
+            output,
+            completion: send,
+        },
+        storage,
+    ) = large_send(d);
     // A sender's output is its input itself: the caller keeps no handle.
     drop(output);
     let observer = send.observer();
     // Running: waiting for the receiver (what it frees, it frees first).
     eventually_within(BOUND, || observer.observe().phase == Phase::Running);
     let freed = eventually_within(BOUND, || !d.storage_live(storage));
+    let id = eredu_runtime::CommunicationRouteId::new(1);
+    let destination = d.route(id, 0, 1, 1).unwrap();
+    let roles: [(&str, &[usize]); 1] = [("large", &[n])];
     let placeholder = tensor(d, &vec![0.0; n], &[i32::try_from(n).unwrap()]);
     let receive = CpuBackend::send_receive(
         framed("defects", id, &roles, vec![placeholder]),

@@ -52,3 +52,34 @@ pub(crate) fn release_after<R>(hold: commcheck_cpu::Hold, check: impl FnOnce() -
         result
     })
 }
+
+/// Elements of one `f32` value past the `rendezvous` personality's protocol
+/// switch (a device with a `Rendezvous…` defect has that personality).
+pub(crate) fn past_switch() -> usize {
+    commcheck_cpu::RENDEZVOUS_FROM / 4 + 1
+}
+
+/// A send of one value past the protocol switch on route 1 (member 0 to 1),
+/// its receiver not posted (route 1's destination end opens later, if at
+/// all); with the input's storage.
+pub(crate) fn large_send(
+    d: &CpuDevice,
+) -> (
+    Submission<Vec<CpuTensor>, CpuCompletion>,
+    commcheck_cpu::StorageId,
+) {
+    use eredu_runtime::backend::PointToPointBackend;
+    let n = past_switch();
+    let id = eredu_runtime::CommunicationRouteId::new(1);
+    let source = d.route(id, 0, 1, 0).unwrap();
+    let roles: [(&str, &[usize]); 1] = [("large", &[n])];
+    let t = tensor(d, &vec![1.0; n], &[i32::try_from(n).unwrap()]);
+    let storage = t.storage_id();
+    let send = commcheck_cpu::CpuBackend::send_receive(
+        framed("defects", id, &roles, vec![t]),
+        &source,
+        &d.executor(),
+    )
+    .unwrap();
+    (send, storage)
+}
