@@ -103,8 +103,8 @@ impl<'c, 'w, H: Harness> Round<'c, 'w, H> {
                 hold.is_some() || (driver.pending != PendingVia::Lazy && !pending.submitted.alone);
             crate::suites::common::retained_at_submission(
                 ctx,
-                &probes,
-                inputs,
+                &pending.submitted,
+                (&probes, inputs),
                 driver.subject,
                 certain,
             )?;

@@ -158,7 +158,13 @@ pub(super) fn an_error_is_not_release<H: Harness>(
     let probes = take_probes(&mut faulted.pending.submitted);
     drop(faulted.pending.submitted.verify.take());
     let certain = driver.pending != crate::matrix::PendingVia::Lazy;
-    crate::suites::common::retained_at_submission(ctx, &probes, inputs, subject, certain)?;
+    crate::suites::common::retained_at_submission(
+        ctx,
+        &faulted.pending.submitted,
+        (&probes, inputs),
+        subject,
+        certain,
+    )?;
     let Some(error) = faulted.error_while_held(subject)? else {
         faulted.release_and_finish(subject)?;
         ctx.note(format!(
