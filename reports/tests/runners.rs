@@ -181,7 +181,9 @@ fn one_nextest_run_is_one_run() -> Result<(), Failed> {
 fn partial_runs_say_so_and_stale_records_stay_out() -> Result<(), Failed> {
     let dir = tempdir()?;
     run_suite(&["SUM-2"], &[("COMMCHECK_SEED", "1")], dir.path())?;
-    std::thread::sleep(std::time::Duration::from_millis(20));
+    // The newest record names the current run: the first run's are dated an
+    // hour back, not left to a clock's resolution.
+    backdate(dir.path(), std::time::Duration::from_secs(3600))?;
     run_suite(&["BAR-1"], &[("COMMCHECK_SEED", "2")], dir.path())?;
     let made = report_from_records(dir.path(), &Expectations::none()).map_err(|e| e.to_string())?;
     let why = made
@@ -280,6 +282,23 @@ fn a_run_that_cannot_record_fails() -> Result<(), Failed> {
                 output.status
             )
             .into());
+        }
+    }
+    Ok(())
+}
+
+/// Sets the modification time of every file under `dir` to `by` ago.
+fn backdate(dir: &Path, by: std::time::Duration) -> Result<(), Failed> {
+    let then = std::time::SystemTime::now() - by;
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        if path.is_dir() {
+            backdate(&path, by)?;
+        } else {
+            std::fs::File::options()
+                .write(true)
+                .open(&path)?
+                .set_modified(then)?;
         }
     }
     Ok(())

@@ -247,7 +247,7 @@ impl Lane {
             None
         };
         if !inline {
-            self.wait_while_held(&core);
+            self.wait_while_held(&core, device.has(Defect::NativeCancelNoTeardown));
         }
         if !inline && self.is_shut_down() {
             self.abandon(id, device, &core, operation);
@@ -286,9 +286,13 @@ impl Lane {
         device.finish(&core, outcome);
     }
 
-    fn wait_while_held(&self, core: &Core) {
+    /// Blocks while the lane is held, until a `NativeCancel` request (unless
+    /// the worker notices requests only on its own, `late`: the
+    /// `NativeCancelNoTeardown` defect, whose held work is then torn down
+    /// once the hold ends, after the request returned) or a shutdown.
+    fn wait_while_held(&self, core: &Core, late: bool) {
         let mut holds = guard(&self.holds);
-        while *holds > 0 && !core.cancel_requested() && !self.is_shut_down() {
+        while *holds > 0 && (late || !core.cancel_requested()) && !self.is_shut_down() {
             holds = match self.released.wait_timeout(holds, CANCEL_POLL) {
                 Ok((guard, _)) => guard,
                 Err(poisoned) => poisoned.into_inner().0,

@@ -211,51 +211,45 @@ pub(crate) fn releasable_after_quarantine_deadline(d: &CpuDevice) -> bool {
 /// rows of a matmul, so the work evaluates a chain of single-row products by
 /// a 4096×4096 matrix (each link copies the matrix and computes one row of
 /// 16M multiply-adds without a look: about 15 ms, the workspace building the
-/// backend optimised even for tests). Where the request lands in a link is up to the scheduler, so a
-/// defective device gets a few attempts to show it.
+/// backend optimised even for tests). Where the request lands in a link, and
+/// whether the watcher runs during the teardown at all, is up to the
+/// scheduler: one try is a sample, not a verdict, so only the nightly job
+/// runs it, as a rate (`releasable_during_native_teardown_rate`).
 pub(crate) fn releasable_during_native_teardown(d: &CpuDevice) -> bool {
     const WIDTH: i32 = 4096;
     let e = d.executor();
     let matrix = tensor(d, &vec![0.5; (WIDTH * WIDTH) as usize], &[WIDTH, WIDTH]);
     let links = 4;
-    (0..3).any(|_| {
-        let mut product = tensor(d, &vec![0.5; WIDTH as usize], &[1, WIDTH]);
-        for _ in 0..links {
-            product = eredu_nn::Tensor::matmul(&product, &matrix, &e).unwrap();
-        }
-        let c = CpuBackend::submit(&e, [&product]).unwrap();
-        let probe = c.clone();
-        let observer = c.observer();
-        let started = Instant::now();
-        while observer.observe().phase == Phase::Queued && started.elapsed() < BOUND {
-            std::thread::yield_now();
-        }
-        let seen = std::thread::scope(|scope| {
-            let watcher = scope.spawn(move || {
-                let mut seen = false;
-                while !seen && !probe.observer().is_terminal() {
-                    seen = releasable_while_live(&probe);
-                    std::thread::yield_now();
-                }
-                seen
-            });
-            let outcome = c.wait_bounded(policy(Duration::from_millis(1), NATIVE));
-            assert!(outcome.is_ok(), "{outcome:?}");
-            watcher.join().expect("watcher thread")
+    let mut product = tensor(d, &vec![0.5; WIDTH as usize], &[1, WIDTH]);
+    for _ in 0..links {
+        product = eredu_nn::Tensor::matmul(&product, &matrix, &e).unwrap();
+    }
+    let c = CpuBackend::submit(&e, [&product]).unwrap();
+    let probe = c.clone();
+    let observer = c.observer();
+    let started = Instant::now();
+    while observer.observe().phase == Phase::Queued && started.elapsed() < BOUND {
+        std::thread::yield_now();
+    }
+    let seen = std::thread::scope(|scope| {
+        let watcher = scope.spawn(move || {
+            let mut seen = false;
+            while !seen && !probe.observer().is_terminal() {
+                seen = releasable_while_live(&probe);
+                std::thread::yield_now();
+            }
+            seen
         });
-        assert!(
-            observer.observe().deadline_passed,
-            "the evaluation finished before the deadline"
-        );
-        assert!(observer.wait_terminal(BOUND));
-        seen
-    })
-}
-
-pub(crate) fn releasable_after_deadline(d: &CpuDevice) -> bool {
-    let quarantine = releasable_after_quarantine_deadline(d);
-    let native = releasable_during_native_teardown(d);
-    quarantine || native
+        let outcome = c.wait_bounded(policy(Duration::from_millis(1), NATIVE));
+        assert!(outcome.is_ok(), "{outcome:?}");
+        watcher.join().expect("watcher thread")
+    });
+    assert!(
+        observer.observe().deadline_passed,
+        "the evaluation finished before the deadline"
+    );
+    assert!(observer.wait_terminal(BOUND));
+    seen
 }
 
 pub(crate) fn releasable_never_true(d: &CpuDevice) -> bool {

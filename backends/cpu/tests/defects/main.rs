@@ -72,7 +72,10 @@ const SCENARIOS: &[(Defect, Scenario)] = &[
         Defect::ReleasableRunsDestructors,
         releasable_runs_destructors,
     ),
-    (Defect::ReleasableAfterDeadline, releasable_after_deadline),
+    (
+        Defect::ReleasableAfterDeadline,
+        releasable_after_quarantine_deadline,
+    ),
     (Defect::ReleasableNeverTrue, releasable_never_true),
     (Defect::EmptyLocalDepsHang, empty_local_deps_hang),
     (Defect::CompletedAtDeadline, completed_at_deadline),
@@ -224,25 +227,30 @@ fn native_cancel_releases_everything_before_returning() {
     );
 }
 
+/// The NativeCancel half of `ReleasableAfterDeadline`: a clone probed from
+/// another thread during the teardown. Whether the probe runs inside that
+/// window is up to the scheduler, so it is a rate, run by the nightly job
+/// (`cargo test -p commcheck-cpu --test defects -- --ignored rate`): a
+/// correct device never shows it, the defective one at least once in 20.
+/// The QuarantineUntilComplete half is deterministic, and is the defect's
+/// scenario in the table.
 #[test]
-fn releasable_after_deadline_misbehaves_in_both_modes() {
-    let modes: [(&str, Scenario); 2] = [
-        (
-            "QuarantineUntilComplete",
-            releasable_after_quarantine_deadline,
-        ),
-        ("NativeCancel", releasable_during_native_teardown),
-    ];
-    for (mode, scenario) in modes {
-        assert!(
-            scenario(&CpuDevice::with_defect(Defect::ReleasableAfterDeadline)),
-            "{mode}: a clone did not report releasable after the deadline"
-        );
-        assert!(
-            !scenario(&CpuDevice::new()),
-            "{mode}: a correct device reported live work releasable"
-        );
-    }
+#[ignore = "a rate over scheduler-dependent tries: the nightly job runs it"]
+fn releasable_during_native_teardown_rate() {
+    const TRIES: usize = 20;
+    let rate = |device: &CpuDevice| {
+        (0..TRIES)
+            .filter(|_| releasable_during_native_teardown(device))
+            .count()
+    };
+    let correct = rate(&CpuDevice::new());
+    let defective = rate(&CpuDevice::with_defect(Defect::ReleasableAfterDeadline));
+    println!(
+        "releasable during a NativeCancel teardown: {defective} of {TRIES} tries with the defect, {correct} of \
+         {TRIES} on a correct device"
+    );
+    assert_eq!(correct, 0, "a correct device reported live work releasable");
+    assert!(defective > 0, "no try caught the defect's window");
 }
 
 #[test]
