@@ -393,6 +393,19 @@ fn run_report(args: &ReportArgs) -> Result<ExitCode, Usage> {
             );
         }
     }
+    let again = commcheck::runner::rerun::to_rerun(&made.report.cases);
+    if !again.is_empty() {
+        eprintln!(
+            "commcheck-report: once the backend is fixed, this reruns the failing and inconclusive cases and \
+             those that recorded another invariant's violation, under the run's seed (their records replace \
+             these; then run `report` again):\n  {}",
+            commcheck::runner::rerun::command(
+                made.collected.header.seed,
+                made.collected.header.suite.as_deref(),
+                &again
+            )
+        );
+    }
     std::fs::create_dir_all(&output.options.out)
         .map_err(|error| Usage(format!("{}: {error}", output.options.out.display())))?;
     let files = commcheck_report::write_report(&made.report, &output.options.out)
@@ -546,11 +559,14 @@ fn conclude(
     }
     let count = |s| report.count(s);
     println!("{}", report.decided());
-    for (seen_by, invariant, message) in commcheck_report::unresolved_attributions(&report.cases) {
+    let groups = commcheck::runner::rerun::seen_by(&report.cases);
+    if groups.iter().any(|group| !group.failed) {
         println!(
-            "  {invariant} violated (seen by {seen_by}), but no case of {invariant} failed: the report cannot \
-             certify: {message}"
+            "  violations seen by cases of other invariants, of which no case failed (the report cannot certify):"
         );
+        for group in groups.iter().filter(|group| !group.failed) {
+            println!("    {}", commcheck::runner::rerun::describe(group));
+        }
     }
     println!(
         "{} {}: level {} ({} cases: {} pass, {} failing, {} not-supported, {} waived, {} unexpected pass)",

@@ -24,9 +24,13 @@ const FILTERS: [&str; 3] = ["SUM-", "BAR-1", "RET-2::"];
 const SEED: &str = "4242";
 
 fn suite() -> CpuHarness {
-    CpuHarness::new()
-        .claiming(&[Operation::AllReduceSum, Operation::Barrier])
-        .with_instruments(Instruments::default())
+    // `RUNNERS_DEFECT`: the backend with one planted SUM-1 bug.
+    match std::env::var_os("RUNNERS_DEFECT") {
+        Some(_) => CpuHarness::with_defect(commcheck_cpu::Defect::SumSkipsLastMember),
+        None => CpuHarness::new(),
+    }
+    .claiming(&[Operation::AllReduceSum, Operation::Barrier])
+    .with_instruments(Instruments::default())
 }
 
 fn exe() -> Result<std::path::PathBuf, Failed> {
@@ -248,6 +252,75 @@ fn a_run_that_selects_nothing_keeps_the_last_run() -> Result<(), Failed> {
     Ok(())
 }
 
+/// A run that finds a violation ends with one line per invariant and case
+/// that recorded it (not one per observation), and with the command that
+/// reruns what the fix must clear: the failing cases and those that
+/// recorded another invariant's violation, under the run's seed.
+/// `commcheck-report report` prints the same command from the records.
+fn a_failing_run_prints_the_rerun_that_clears_it() -> Result<(), Failed> {
+    let dir = tempdir()?;
+    let output = Command::new(exe()?)
+        .args(["SUM-", "RET-2::"])
+        .env("RUNNERS_SUITE", "1")
+        .env("RUNNERS_DEFECT", "1")
+        .env("COMMCHECK_RESULTS_DIR", dir.path())
+        .env("COMMCHECK_SEED", "42")
+        .env_remove("NEXTEST")
+        .env_remove("NEXTEST_RUN_ID")
+        .output()
+        .map_err(|e| e.to_string())?;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let command = |text: &str| {
+        text.lines()
+            .map(str::trim)
+            .find(|line| line.starts_with("COMMCHECK_SEED="))
+            .map(str::to_owned)
+    };
+    let Some(printed) = command(&stderr) else {
+        return Err(format!("no rerun command printed; stderr:\n{stderr}").into());
+    };
+    let made = report_from_records(dir.path(), &Expectations::none()).map_err(|e| e.to_string())?;
+    let expected: Vec<&str> = commcheck::runner::rerun::to_rerun(&made.report.cases);
+    let seen = commcheck::runner::rerun::seen_by(&made.report.cases);
+    let grouped = stderr
+        .lines()
+        .filter(|line| line.starts_with("  - ") && line.contains(" seen by "))
+        .count();
+    if output.status.success()
+        || !printed.starts_with("COMMCHECK_SEED=42 cargo test --test runners -- --exact ")
+        || !expected.contains(&"SUM-1::all_reduce_sum")
+        || seen.is_empty()
+        || grouped != seen.len()
+        || printed.split_whitespace().skip(7).collect::<Vec<_>>() != expected
+    {
+        return Err(format!(
+            "expected a failing run naming SUM-1::all_reduce_sum and the {} case(s) that saw SUM-1 \
+             in one rerun command, with {} grouped line(s); got exit {}, {grouped} grouped line(s), \
+             command {printed:?}; stderr:\n{stderr}",
+            expected.len(),
+            seen.len(),
+            output.status
+        )
+        .into());
+    }
+    let report = Command::new(env!("CARGO_BIN_EXE_commcheck-report"))
+        .arg("report")
+        .arg(dir.path())
+        .arg("--out")
+        .arg(dir.path().join("report"))
+        .output()
+        .map_err(|e| e.to_string())?;
+    let from_records = command(&String::from_utf8_lossy(&report.stderr));
+    if from_records.as_deref() != Some(printed.as_str()) {
+        return Err(format!(
+            "`commcheck-report report` printed {from_records:?}, the run {printed:?}; stderr:\n{}",
+            String::from_utf8_lossy(&report.stderr)
+        )
+        .into());
+    }
+    Ok(())
+}
+
 /// A run whose records cannot be written fails, in every runner (one
 /// process for all cases, one per case as nextest runs them), and the first
 /// line it prints says why.
@@ -326,6 +399,10 @@ fn main() {
         Trial::test(
             "a_run_that_selects_nothing_keeps_the_last_run",
             a_run_that_selects_nothing_keeps_the_last_run,
+        ),
+        Trial::test(
+            "a_failing_run_prints_the_rerun_that_clears_it",
+            a_failing_run_prints_the_rerun_that_clears_it,
         ),
         Trial::test(
             "a_run_that_cannot_record_fails",

@@ -5,7 +5,7 @@
 use super::admission::Admission;
 use super::execute::{case_seed, execute, result, world_runs};
 use super::records::Records;
-use super::{decided, grid, isolation, level, records, results};
+use super::{decided, grid, isolation, level, records, rerun, results};
 use crate::case::Case;
 use crate::catalogue::catalogue;
 use crate::harness::Harness;
@@ -327,6 +327,28 @@ pub fn closing(results: &RunResults, must_pass: &[String]) -> String {
                 text.push_str(&format!("  - {line}\n"));
             }
         }
+    }
+    let groups = rerun::seen_by(&results.cases);
+    if !groups.is_empty() {
+        text.push_str(
+            "commcheck: violations recorded by cases of other invariants (each case's record keeps \
+             them until it runs again):\n",
+        );
+        for group in &groups {
+            text.push_str(&format!("  - {}\n", rerun::describe(group)));
+        }
+    }
+    let again = rerun::to_rerun(&results.cases);
+    if !again.is_empty() {
+        text.push_str(&format!(
+            "commcheck: once fixed, rerun the failing and inconclusive cases and those that recorded \
+             another invariant's violation, under this run's seed (their records replace these):\n  {}\n",
+            rerun::command(
+                results.seed,
+                rerun::this_suite().as_deref(),
+                &again
+            )
+        ));
     }
     for (verdict, what) in [
         (Verdict::NotSupported, "not-supported, by reason"),

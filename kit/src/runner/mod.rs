@@ -31,6 +31,7 @@ pub mod grid;
 mod isolation;
 pub mod level;
 pub mod records;
+pub mod rerun;
 /// The results model, at its old path (now [`crate::results`]).
 pub use crate::results;
 

@@ -72,6 +72,10 @@ pub struct RunHeader {
     /// build are another run (its key differs), never merged into this one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub build: Option<crate::build::Build>,
+    /// The cargo test target that ran the cases ([`super::rerun::this_suite`]),
+    /// for the command that reruns some of them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suite: Option<String>,
     /// Every case of the catalogue, in order.
     pub catalogue: Vec<Planned>,
 }
@@ -261,6 +265,7 @@ impl Records {
             processes,
             data: Some(crate::results::DataCoverage::of(&**harness)),
             build: Some(crate::build::Build::this()),
+            suite: super::rerun::this_suite(),
             catalogue,
         };
         let json = serde_json::to_string_pretty(&header).map_err(|e| e.to_string())?;
