@@ -2,18 +2,20 @@
 //! strictly: a value that is not one of the accepted ones is a
 //! [`SettingsError`] naming the variable, the value and what is accepted,
 //! never a silent fallback. An unset (or empty) variable takes its default.
+//! A variable set for a command that does not read it is an error too
+//! ([`Settings::read`], [`Reader`]): it would be silently ignored.
 //!
-//! | Variable | Accepted | Default |
-//! |---|---|---|
-//! | `COMMCHECK_CASE_TIMEOUT_MS` | per-case watchdog (how long no rank may make progress), whole milliseconds from 100 to 3 600 000 | 20 000 |
-//! | `COMMCHECK_SEED` | base seed, a decimal `u64` (replays a run: the seed is in every result file) | under nextest, derived from `NEXTEST_RUN_ID` (one seed for the run's processes); else from the clock; recorded |
-//! | `COMMCHECK_JOBS` | cases run at once, each case's world sizes in turn (so at most this many worlds at a time), 1 to 256: by [`crate::run_cases`] and `commcheck-report certify`, and by a vendor's `cargo test` unless `--test-threads` is given | `run_cases`/`certify`: as many as the machine has room for (each case's world sizes at once, the longest cases first: one world per CPU, and more, up to 32 worlds in the process, while other processes leave a CPU free, since most cases wait); `cargo test`: libtest's default, one per CPU, world sizes in turn |
-//! | `COMMCHECK_ISOLATION` | `thread` (cases in this process) or `process` (each case in a child process: aborts and segfaults become `crash`) | `thread` |
-//! | `COMMCHECK_RESULTS_DIR` | the results directory: one record per case, merged by `commcheck-report report` (see [`crate::runner::records`]) | `commcheck/<backend>` in cargo's target directory |
-//! | `COMMCHECK_RESULTS` | also write this process's whole run to this JSON file (for tools that merge launches) | not written |
-//! | `COMMCHECK_GRACE_MS` | process worlds ([`crate::processes`]): how long past a world's ceiling (six case watchdogs) a process may take to report its outcome before it is declared hung, whole milliseconds from 0 to 3 600 000; the leader's value is used by every process | 10 000 |
-//! | `COMMCHECK_CONNECT_TIMEOUT_MS` | process worlds: how long connecting the mesh and its first exchanges may take, whole milliseconds from 100 to 3 600 000; read by [`commcheck_mesh::connect_limit`] in each process, before the leader's settings can reach it | 60 000 |
-//! | `COMMCHECK_MESH_ADDRESS` | process worlds ([`crate::processes`]): the address the mesh binds and advertises, an IP address of this host, an interface name or a network (`10.0.0.0/24`); read by [`commcheck_mesh::configured_address`] when the mesh is built, a value matching no interface is an error listing them | loopback |
+//! | Variable | Read by | Sets; accepted | Default |
+//! |---|---|---|---|
+//! | `COMMCHECK_CASE_TIMEOUT_MS` | every run | the case watchdog: how long nothing may move in a case; whole milliseconds, 100 to 3600000 | 20000 |
+//! | `COMMCHECK_SEED` | every run | the base seed, a decimal u64 (replays a run; every result records it) | under nextest, derived from NEXTEST_RUN_ID; else from the clock |
+//! | `COMMCHECK_JOBS` | every run | cases run at once, each case's world sizes in turn; 1 to 256 (cargo test: unless --test-threads) | certify: one world per CPU and more, up to 32, while a CPU is free; cargo test: one per CPU |
+//! | `COMMCHECK_ISOLATION` | suites in one process | `thread` (cases in this process) or `process` (each in a child: aborts and segfaults are `crash`) | thread |
+//! | `COMMCHECK_RESULTS_DIR` | suites (`cargo test`, nextest) | the records directory, one record per case (`commcheck-report report` merges it) | `commcheck/<backend>` in cargo's target directory |
+//! | `COMMCHECK_RESULTS` | suites (`cargo test`, nextest) | also write this process's whole run to this JSON file | not written |
+//! | `COMMCHECK_GRACE_MS` | mpirun launches | how long past a world's ceiling a process may take to report; whole milliseconds, 0 to 3600000 | 10000 |
+//! | `COMMCHECK_CONNECT_TIMEOUT_MS` | mpirun launches | how long connecting the mesh may take; whole milliseconds, 100 to 3600000 | 60000 |
+//! | `COMMCHECK_MESH_ADDRESS` | mpirun launches | the address the mesh binds and advertises: an IP address of this host, an interface or a network (10.0.0.0/24) | loopback |
 //!
 //! ```
 //! use commcheck::settings::{Settings, SettingsError};
@@ -87,6 +89,21 @@ pub enum SettingsError {
         /// What is accepted.
         expected: &'static str,
     },
+    /// The variable is set where it does not apply: the command never
+    /// reads it, so it is rejected rather than silently ignored.
+    #[error(
+        "{variable}={value:?} does not apply to {reader}: {variable} is read only by {applies}; unset it"
+    )]
+    DoesNotApply {
+        /// The variable.
+        variable: &'static str,
+        /// Its value (lossily, when not Unicode).
+        value: String,
+        /// The command that read the environment ([`Reader::name`]).
+        reader: &'static str,
+        /// Where it applies.
+        applies: &'static str,
+    },
     /// The results directory (`COMMCHECK_RESULTS_DIR`, or its default)
     /// cannot be written.
     #[error("COMMCHECK_RESULTS_DIR: {reason}")]
@@ -94,6 +111,120 @@ pub enum SettingsError {
         /// What failed.
         reason: String,
     },
+}
+
+/// One `COMMCHECK_*` variable, as [`TABLE`] lists it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Variable {
+    /// Its name.
+    pub name: &'static str,
+    /// The commands that read it (anywhere else, setting it is an error).
+    pub read_by: &'static str,
+    /// What it sets, and the values accepted.
+    pub accepted: &'static str,
+    /// Its value when unset or empty.
+    pub default: &'static str,
+}
+
+const EVERY_RUN: &str = "every run";
+const SUITES: &str = "suites (`cargo test`, nextest)";
+const PROCESS_WORLDS: &str = "mpirun launches";
+
+/// Every `COMMCHECK_*` variable the kit reads: the one table the module
+/// docs, the README and `commcheck-report certify --help` show (tests keep
+/// them equal).
+pub const TABLE: &[Variable] = &[
+    Variable {
+        name: TIMEOUT,
+        read_by: EVERY_RUN,
+        accepted: "the case watchdog: how long nothing may move in a case; whole milliseconds, 100 to 3600000",
+        default: "20000",
+    },
+    Variable {
+        name: SEED,
+        read_by: EVERY_RUN,
+        accepted: "the base seed, a decimal u64 (replays a run; every result records it)",
+        default: "under nextest, derived from NEXTEST_RUN_ID; else from the clock",
+    },
+    Variable {
+        name: JOBS,
+        read_by: EVERY_RUN,
+        accepted: "cases run at once, each case's world sizes in turn; 1 to 256 (cargo test: unless --test-threads)",
+        default: "certify: one world per CPU and more, up to 32, while a CPU is free; cargo test: one per CPU",
+    },
+    Variable {
+        name: ISOLATION,
+        read_by: "suites in one process",
+        accepted: "`thread` (cases in this process) or `process` (each in a child: aborts and segfaults are `crash`)",
+        default: "thread",
+    },
+    Variable {
+        name: RESULTS_DIR,
+        read_by: SUITES,
+        accepted: "the records directory, one record per case (`commcheck-report report` merges it)",
+        default: "`commcheck/<backend>` in cargo's target directory",
+    },
+    Variable {
+        name: RESULTS,
+        read_by: SUITES,
+        accepted: "also write this process's whole run to this JSON file",
+        default: "not written",
+    },
+    Variable {
+        name: GRACE,
+        read_by: PROCESS_WORLDS,
+        accepted: "how long past a world's ceiling a process may take to report; whole milliseconds, 0 to 3600000",
+        default: "10000",
+    },
+    Variable {
+        name: CONNECT_TIMEOUT,
+        read_by: PROCESS_WORLDS,
+        accepted: "how long connecting the mesh may take; whole milliseconds, 100 to 3600000",
+        default: "60000",
+    },
+    Variable {
+        name: MESH_ADDRESS,
+        read_by: PROCESS_WORLDS,
+        accepted: "the address the mesh binds and advertises: an IP address of this host, an interface or a network (10.0.0.0/24)",
+        default: "loopback",
+    },
+];
+
+/// [`TABLE`] as a Markdown table (the README's and the module docs').
+pub fn markdown_table() -> String {
+    let mut text =
+        String::from("| Variable | Read by | Sets; accepted | Default |\n|---|---|---|---|\n");
+    for v in TABLE {
+        text.push_str(&format!(
+            "| `{}` | {} | {} | {} |\n",
+            v.name, v.read_by, v.accepted, v.default
+        ));
+    }
+    text
+}
+
+/// [`TABLE`] as plain text for `--help`: the variable and who reads it on
+/// one line, what it sets and its default below, wrapped at 80 columns.
+pub fn help_text() -> String {
+    let mut text = String::new();
+    for v in TABLE {
+        text.push_str(&format!("  {}  [read by: {}]\n", v.name, v.read_by));
+        for paragraph in [v.accepted.to_owned(), format!("default: {}", v.default)] {
+            let mut line = String::from("     ");
+            for word in paragraph.split_whitespace() {
+                if line.len() + 1 + word.len() > 80 && line.len() > 5 {
+                    text.push_str(&line);
+                    text.push('\n');
+                    line = String::from("     ");
+                }
+                line.push(' ');
+                line.push_str(word);
+            }
+            text.push_str(&line);
+            text.push('\n');
+        }
+    }
+    text
 }
 
 const TIMEOUT: &str = "COMMCHECK_CASE_TIMEOUT_MS";
@@ -120,8 +251,100 @@ const VARIABLES: &[(&str, &str)] = &[
     (GRACE, GRACE_EXPECTED),
 ];
 
+/// A command that reads the `COMMCHECK_*` variables, and which of them it
+/// reads: any other one set in its environment (even empty) is rejected
+/// ([`SettingsError::DoesNotApply`]), never ignored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Reader {
+    /// The command, as errors name it.
+    pub name: &'static str,
+    /// Whether it is a suite run by `cargo test` or nextest (it writes
+    /// records and may isolate cases in child processes).
+    pub suite: bool,
+    /// Whether its ranks are the processes of an `mpirun` launch.
+    pub processes: bool,
+}
+
+impl Reader {
+    /// A suite run by `cargo test` or nextest (`commcheck::main`).
+    pub const SUITE: Self = Self {
+        name: "a suite run by cargo test or nextest",
+        suite: true,
+        processes: false,
+    };
+    /// A suite launched by `mpirun`, one rank per process
+    /// (`commcheck::processes::main_across`).
+    pub const SUITE_ACROSS: Self = Self {
+        name: "a suite launched by mpirun",
+        suite: true,
+        processes: true,
+    };
+    /// `commcheck-report certify`, or [`crate::run_cases`]: results
+    /// returned, no records.
+    pub const CASES: Self = Self {
+        name: "commcheck-report certify (or commcheck::run_cases)",
+        suite: false,
+        processes: false,
+    };
+    /// `commcheck-report certify` under `mpirun`, or
+    /// `commcheck::processes::run_cases_across`.
+    pub const CASES_ACROSS: Self = Self {
+        name: "commcheck-report certify under mpirun (or run_cases_across)",
+        suite: false,
+        processes: true,
+    };
+
+    /// Where `variable` applies, unless this reader reads it.
+    fn does_not_read(self, variable: &str) -> Option<&'static str> {
+        match variable {
+            RESULTS | RESULTS_DIR if !self.suite => Some("suites run by cargo test or nextest"),
+            ISOLATION if !self.suite || self.processes => {
+                Some("suites run by cargo test or nextest in one process (an mpirun launch's ranks are processes already)")
+            }
+            GRACE | CONNECT_TIMEOUT | MESH_ADDRESS if !self.processes => {
+                Some("process worlds (a suite or certify launched by mpirun)")
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Read by `commcheck_mesh` where it connects (process worlds only).
+const CONNECT_TIMEOUT: &str = commcheck_mesh::CONNECT_SETTING;
+const MESH_ADDRESS: &str = commcheck_mesh::ADDRESS_SETTING;
+
 impl Settings {
-    /// The settings from this process's environment.
+    /// The settings `reader` reads from this process's environment: an
+    /// error for a bad value, and for a variable set that `reader` does not
+    /// read.
+    pub fn read(reader: Reader) -> Result<Self, SettingsError> {
+        for variable in [
+            TIMEOUT,
+            SEED,
+            JOBS,
+            ISOLATION,
+            GRACE,
+            RESULTS,
+            RESULTS_DIR,
+            CONNECT_TIMEOUT,
+            MESH_ADDRESS,
+        ] {
+            if let (Some(value), Some(applies)) =
+                (std::env::var_os(variable), reader.does_not_read(variable))
+            {
+                return Err(SettingsError::DoesNotApply {
+                    variable,
+                    value: value.to_string_lossy().into_owned(),
+                    reader: reader.name,
+                    applies,
+                });
+            }
+        }
+        Self::from_env()
+    }
+
+    /// The settings from this process's environment (every variable, for
+    /// any reader; see [`Settings::read`]).
     pub fn from_env() -> Result<Self, SettingsError> {
         let mut not_unicode = None;
         let settings = Self::from_vars(|name| match std::env::var(name) {
@@ -238,6 +461,22 @@ fn invalid(variable: &'static str, value: String, expected: &'static str) -> Set
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The module docs show [`TABLE`] as it is (the README's is checked by
+    /// the workspace's `tests/spec_doc.rs`).
+    #[test]
+    fn the_docs_show_the_table() {
+        let table = markdown_table();
+        let docs: String = include_str!("settings.rs")
+            .lines()
+            .filter_map(|line| line.strip_prefix("//! ").or(line.strip_prefix("//!")))
+            .map(|line| format!("{line}\n"))
+            .collect();
+        assert!(
+            docs.contains(&table),
+            "the module docs do not show the settings table as it is; paste:\n{table}"
+        );
+    }
 
     fn read(vars: &[(&str, &str)]) -> Result<Settings, SettingsError> {
         Settings::from_vars(|name| {

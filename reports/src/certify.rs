@@ -19,6 +19,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
+use commcheck::settings::{Reader, Settings};
 use commcheck::{Case, CaseResult, Harness};
 use indicatif::{ProgressBar, ProgressDrawTarget};
 use serde_json::Value;
@@ -202,8 +203,14 @@ fn certify_by<H: Harness>(
         &(dyn Fn(&CaseResult, usize) + Sync),
     ) -> Result<commcheck::RunResults, CertifyError>,
 ) -> Result<Certification, CertifyError> {
-    // A bad `COMMCHECK_*` setting fails before anything is written.
-    commcheck::settings::Settings::from_env().map_err(|e| CertifyError(e.to_string()))?;
+    // A bad `COMMCHECK_*` setting, or one certify does not read, fails
+    // before anything is written.
+    let reader = if commcheck::processes::Processes::launched() {
+        Reader::CASES_ACROSS
+    } else {
+        Reader::CASES
+    };
+    Settings::read(reader).map_err(|e| CertifyError(e.to_string()))?;
     std::fs::create_dir_all(&options.out).map_err(|e| io_error(&options.out, e))?;
     let must_pass = must_pass(&harness);
     let identity = harness.identity();

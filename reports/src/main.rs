@@ -39,14 +39,19 @@ Progress goes to stderr: one line rewritten in place on a terminal (elapsed,
 cases done, ETA, counts by status), otherwise (CI logs) a plain line every 25
 cases and for each failing case; then a line per family with its counts and
 the invariant x subject grid.
-Environment (passed to the kit, checked before anything is written):
-COMMCHECK_SEED (base seed, recorded), COMMCHECK_CASE_TIMEOUT_MS (per-case
-watchdog, default 20000), COMMCHECK_JOBS (cases run at once, each case's worlds in
-turn; default: one world per CPU, and more, up to 32 worlds, while other
-processes leave a CPU free, each case's worlds at once, longest cases
-first).
 Exit status: 0 level reached; 1 not reached; 2 usage or I/O error (a rejected
 expectations file or an unusable --sign key is reported before the run).";
+
+/// [`CERTIFY_AFTER`] with the settings table: every variable, and who
+/// reads it (certify rejects the others when set).
+fn certify_after() -> String {
+    format!(
+        "{CERTIFY_AFTER}\nEnvironment, checked before anything is written: certify reads the\n\
+         variables of every run, and under mpirun those of mpirun launches; any other\n\
+         one set is an error:\n{}",
+        commcheck::settings::help_text().trim_end()
+    )
+}
 
 const VERIFY_ABOUT: &str = "\
 Re-checks a report: the schema version is known, the digest and each case's
@@ -142,7 +147,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run the whole suite on a bundled backend and write its report
-    #[command(long_about = CERTIFY_ABOUT, after_help = CERTIFY_AFTER)]
+    #[command(long_about = CERTIFY_ABOUT, after_help = certify_after())]
     Certify(CertifyArgs),
     /// Make a certification from the records of your own cargo test or nextest run
     #[command(long_about = REPORT_ABOUT, after_help = REPORT_AFTER)]

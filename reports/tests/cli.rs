@@ -149,3 +149,49 @@ fn an_unknown_personality_exits_2_naming_it() {
         "nothing is written for a usage error"
     );
 }
+
+/// A `COMMCHECK_*` variable set for `certify`, which does not read it, is a
+/// usage error naming it, before anything is written (it was ignored: an
+/// interface that does not exist, a negative timeout, an empty records
+/// directory or a result file certify never writes all certified `full`);
+/// `--help` lists every variable with who reads it.
+#[cfg(feature = "cpu")]
+#[test]
+fn certify_rejects_settings_it_does_not_read() {
+    let out = tempfile::tempdir().expect("a temporary folder");
+    let dir = out.path().to_string_lossy().into_owned();
+    for (variable, value) in [
+        ("COMMCHECK_MESH_ADDRESS", "eth99"),
+        ("COMMCHECK_CONNECT_TIMEOUT_MS", "-5"),
+        ("COMMCHECK_RESULTS_DIR", ""),
+        ("COMMCHECK_RESULTS", "/nonexistent/dir/x.json"),
+        ("COMMCHECK_ISOLATION", "process"),
+    ] {
+        let output = Command::new(env!("CARGO_BIN_EXE_commcheck-report"))
+            .args(["certify", "cpu", "--out", &dir])
+            .env(variable, value)
+            .output()
+            .expect("run commcheck-report");
+        let err = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{variable}: {err}");
+        assert!(
+            err.contains(&format!(
+                "{variable}={value:?} does not apply to commcheck-report certify"
+            )),
+            "{variable}: {err}"
+        );
+        assert!(
+            std::fs::read_dir(out.path()).map_or(0, |d| d.count()) == 0,
+            "{variable}: nothing is written for a rejected setting"
+        );
+    }
+    let (code, help, _) = cli(&["certify", "--help"]);
+    assert_eq!(code, Some(0));
+    for variable in commcheck::settings::TABLE {
+        assert!(
+            help.contains(variable.name),
+            "--help omits {}",
+            variable.name
+        );
+    }
+}

@@ -17,7 +17,7 @@ use crate::runner::{
     command_line, execute_with, open_records, picked, report, run_trials, settings_or_exit,
     summary, write_results, Worlds,
 };
-use crate::settings::{Isolation, Settings};
+use crate::settings::{Reader, Settings};
 
 /// Runs `case` with every world across the processes.
 fn execute_across<H: Harness>(
@@ -161,7 +161,7 @@ pub fn run_cases_across<H: Harness>(
     select: impl Fn(&Case<H>) -> bool,
     progress: impl Fn(&CaseResult, usize),
 ) -> Result<Option<RunResults>, ProcessError> {
-    let settings = Settings::from_env()?;
+    let settings = Settings::read(Reader::CASES_ACROSS)?;
     let control = &processes.control;
     let harness = Arc::new(harness);
     let ranks = places(control)?;
@@ -203,14 +203,8 @@ pub fn run_cases_across<H: Harness>(
 /// nothing unless they fail. A lost process stops the run with a message
 /// naming it, and a non-zero exit status.
 pub fn main_across<H: Harness>(processes: Processes, harness: H) -> ! {
-    let settings = settings_or_exit();
-    if settings.isolation == Isolation::Process {
-        say(
-            "commcheck: COMMCHECK_ISOLATION=process does not apply to a process world: every \
-             rank already runs in its own process",
-        );
-        processes.exit(2);
-    }
+    // COMMCHECK_ISOLATION does not apply: every rank has its own process.
+    let settings = settings_or_exit(Reader::SUITE_ACROSS);
     let control = Arc::clone(&processes.control);
     let harness = Arc::new(harness);
     let started = places(&control).and_then(|ranks| Ok((ranks, agree(&control, &settings)?)));

@@ -10,7 +10,7 @@ use crate::case::Case;
 use crate::catalogue::catalogue;
 use crate::harness::Harness;
 use crate::results::{CaseResult, RunResults, Verdict, RESULTS_SCHEMA};
-use crate::settings::{Isolation, Settings, SettingsError};
+use crate::settings::{Isolation, Reader, Settings, SettingsError};
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -36,7 +36,7 @@ pub fn run_cases_with<H: Harness>(
     select: impl Fn(&Case<H>) -> bool,
     progress: impl Fn(&CaseResult, usize) + Sync,
 ) -> Result<RunResults, SettingsError> {
-    let settings = Settings::from_env()?;
+    let settings = Settings::read(Reader::CASES)?;
     let (base, limit) = (settings.base_seed(), settings.case_timeout);
     let harness = Arc::new(harness);
     let cases: Vec<Arc<Case<H>>> = catalogue(&*harness)
@@ -118,7 +118,7 @@ pub(crate) fn summary<H: Harness>(harness: &H, seed: u64, cases: Vec<CaseResult>
 /// variable.
 pub fn main<H: Harness>(harness: H) -> ! {
     let (mut args, filters) = command_line();
-    let settings = settings_or_exit();
+    let settings = settings_or_exit(Reader::SUITE);
     // COMMCHECK_JOBS applies here too, unless libtest's --test-threads says.
     if args.test_threads.is_none() {
         args.test_threads = settings.jobs;
@@ -236,8 +236,8 @@ fn matches(filter: &str, exact: bool, name: &str) -> bool {
 }
 
 /// The settings, or (on a bad one) a message naming it and exit status 2.
-pub(crate) fn settings_or_exit() -> Settings {
-    Settings::from_env().unwrap_or_else(|error| {
+pub(crate) fn settings_or_exit(reader: Reader) -> Settings {
+    Settings::read(reader).unwrap_or_else(|error| {
         eprintln!("commcheck: {error}");
         std::process::exit(2)
     })
@@ -457,7 +457,7 @@ pub fn run_with<H: Harness>(
     harness: H,
     args: &Arguments,
 ) -> Result<(libtest_mimic::Conclusion, Option<RunResults>), SettingsError> {
-    let settings = Settings::from_env()?;
+    let settings = Settings::read(Reader::SUITE)?;
     let (conclusion, results, _) = run_with_settings(harness, args, &[], &settings)
         .map_err(|reason| SettingsError::Unwritable { reason })?;
     Ok((conclusion, results))
