@@ -49,6 +49,14 @@ fn every_case_not_supported_with_the_reason() -> Result<Completion, Failed> {
             return Err(format!("{}: {} without a GPU", case.name, case.verdict).into());
         }
     }
+    // The summaries group them under their own reason, not "other".
+    let decided = results.decided().to_string();
+    if !decided.contains(&format!(
+        "(backend unavailable here {})",
+        results.cases.len()
+    )) {
+        return Err(format!("the run's summary does not say why: {decided}").into());
+    }
     Ok(Completion::Completed)
 }
 

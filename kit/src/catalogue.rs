@@ -143,12 +143,27 @@ pub fn catalogue<H: Harness>(harness: &H) -> Vec<Case<H>> {
     catalogue_within(harness, None)
 }
 
+/// `the hold instrument`, `the hold and ledger instruments`, `the hold,
+/// liveness probe and ledger instruments`.
+fn the_instruments<S: AsRef<str>>(names: &[S]) -> String {
+    let names: Vec<&str> = names.iter().map(AsRef::as_ref).collect();
+    match names.as_slice() {
+        [] => "no instrument".to_owned(),
+        [one] => format!("the {one} instrument"),
+        [init @ .., last] => format!("the {} and {last} instruments", init.join(", ")),
+    }
+}
+
 /// [`catalogue`] for a run whose ranks are the `processes` processes of a
 /// launch, when given: worlds larger than the launch are not built.
 pub(crate) fn catalogue_within<H: Harness>(harness: &H, processes: Option<usize>) -> Vec<Case<H>> {
     let claims = harness.claims();
     let instruments = harness.instruments();
-    let unavailable = harness.unavailable();
+    // The kit's own words lead, so that the reason is grouped as such
+    // (`runner::decided::not_supported_reason`).
+    let unavailable = harness
+        .unavailable()
+        .map(|reason| format!("the backend is unavailable on this machine: {reason}"));
     let sizes = match (harness.world_sizes(), processes) {
         (sizes, None) => sizes,
         (WorldSizes::Any, Some(n)) => WorldSizes::UpTo(n),
@@ -238,8 +253,8 @@ pub(crate) fn catalogue_within<H: Harness>(harness: &H, processes: Option<usize>
                 Ok(_) if unclaimed_mode.is_some() => Err(unclaimed_mode.unwrap_or_default()),
                 Ok(_) if unavailable.is_some() => Err(unavailable.clone().unwrap_or_default()),
                 Ok(_) if !missing.is_empty() => Err(format!(
-                    "needs the {} instrument, which the harness does not provide",
-                    missing.join(", ")
+                    "needs {}, which the harness does not provide",
+                    the_instruments(&missing)
                 )),
                 Ok(_) if built.is_empty() => Err(format!(
                     "needs a world of {} rank(s); the harness builds {sizes} {built_where}",
@@ -254,9 +269,9 @@ pub(crate) fn catalogue_within<H: Harness>(harness: &H, processes: Option<usize>
             let short = instruments.missing(row.pass_needs);
             let capped = (script.is_ok() && !short.is_empty()).then(|| {
                 format!(
-                    "a part of the check needs the {} instrument, which the harness does not provide, so the case \
+                    "a part of the check needs {}, which the harness does not provide, so the case \
                      can fail but never pass (run it with --include-ignored to check the other parts)",
-                    short.join(", ")
+                    the_instruments(&short)
                 )
             });
             let evidence = if needed == Instruments::NONE {

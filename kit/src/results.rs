@@ -244,8 +244,8 @@ impl RunResults {
                 }
                 let count = |v: Verdict| cases.iter().filter(|c| c.verdict == v).count();
                 Some(format!(
-                    "{family}: {} cases: {} pass, {} fail, {} not-supported, {} timeout, {} crash, {} flaky, {} inconclusive",
-                    cases.len(),
+                    "{family}: {}: {} pass, {} fail, {} not-supported, {} timeout, {} crash, {} flaky, {} inconclusive",
+                    crate::runner::decided::cases(cases.len()),
                     count(Verdict::Pass),
                     count(Verdict::Fail),
                     count(Verdict::NotSupported),

@@ -323,13 +323,33 @@ struct Progress {
 
 /// The bar's layout: `00:01:12 [####....] 120/236 cases, eta 1m: 100 pass,
 /// 20 not-supported; last CAN-2::barrier`.
-const BAR_TEMPLATE: &str = "{elapsed_precise} [{bar:20}] {pos}/{len} cases, eta {eta}: {wide_msg}";
+const BAR_TEMPLATE: &str = "{elapsed_precise} [{bar:20}] {pos}/{len} cases, eta {left}: {wide_msg}";
+
+/// The time left, once a quarter of the cases are done: the elapsed time
+/// per case so far, times the cases left. The longest cases start first, so
+/// a rate read earlier overstates what is left many times over (`None`:
+/// too early to tell).
+fn time_left(elapsed: std::time::Duration, done: u64, total: u64) -> Option<std::time::Duration> {
+    (done > 0 && done * 4 >= total)
+        .then(|| elapsed.mul_f64(total.saturating_sub(done) as f64 / done as f64))
+}
 
 impl Progress {
     fn new(style: ProgressStyle) -> Self {
         let bar = (style == ProgressStyle::Line).then(|| {
             let look = indicatif::ProgressStyle::with_template(BAR_TEMPLATE)
                 .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+                .with_key(
+                    "left",
+                    |state: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+                        let left =
+                            time_left(state.elapsed(), state.pos(), state.len().unwrap_or(0));
+                        let _ = match left {
+                            Some(left) => write!(w, "{:#}", indicatif::HumanDuration(left)),
+                            None => write!(w, "…"),
+                        };
+                    },
+                )
                 .progress_chars("##.");
             ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr()).with_style(look)
         });
@@ -414,5 +434,20 @@ impl Progress {
             text.push_str(&format!("  {line}\n"));
         }
         eprint!("{text}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_time_left_is_shown_before_a_quarter_of_the_cases() {
+        use std::time::Duration;
+        let second = Duration::from_secs(1);
+        assert_eq!(time_left(second, 0, 236), None);
+        assert_eq!(time_left(second, 58, 236), None);
+        assert_eq!(time_left(second, 59, 236), Some(second * 3));
+        assert_eq!(time_left(second, 236, 236), Some(Duration::ZERO));
     }
 }

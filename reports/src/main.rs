@@ -211,7 +211,8 @@ struct ReportArgs {
 #[derive(Args)]
 struct OutputArgs {
     /// Output folder, relative to the current directory (created if
-    /// needed); by default a fresh one under target/, never a checked-in one
+    /// needed; files of an earlier report there are replaced); by default
+    /// under target/, never a checked-in folder
     #[arg(long, value_name = "DIR", default_value = "target/commcheck-report")]
     out: PathBuf,
     /// TOML waivers: [[waiver]] invariant, subject, reason, link
@@ -224,7 +225,7 @@ struct OutputArgs {
     ///
     /// The key must be unencrypted (`keygen` makes one); the signature goes
     /// to report.json.minisig, beside the report. The key is read before
-    /// the run starts.
+    /// anything runs or is written.
     #[arg(long, value_name = "SECRET_KEY_FILE", verbatim_doc_comment)]
     sign: Option<PathBuf>,
 }
@@ -497,12 +498,12 @@ fn certify_bundled(
 /// `certify` names a backend this build does not bundle.
 fn unknown_backend(name: &str) -> Usage {
     let bundled = if BUNDLED_BACKENDS.is_empty() {
-        "none (built without the `cpu` feature)".to_owned()
+        "this build bundles no backend (it was built without the `cpu` feature)".to_owned()
     } else {
-        BUNDLED_BACKENDS.join(", ")
+        format!("the bundled backends are {}", BUNDLED_BACKENDS.join(", "))
     };
     Usage(format!(
-        "unknown backend `{name}`: the bundled backends are {bundled}; certify your own \
+        "unknown backend `{name}`: {bundled}; certify your own \
          backend by running your suite (`cargo test --test commcheck` or `cargo nextest run`), then \
          `commcheck-report report target/commcheck/<backend>`"
     ))
@@ -574,11 +575,11 @@ fn conclude(
         }
     }
     println!(
-        "{} {}: level {} ({} cases: {} pass, {} failing, {} not-supported, {} waived, {} unexpected pass)",
+        "{} {}: level {} ({}: {} pass, {} failing, {} not-supported, {} waived, {} unexpected pass)",
         report.provenance.backend.name,
         report.provenance.backend.version,
         report.outcome(),
-        report.cases.len(),
+        commcheck::runner::decided::cases(report.cases.len()),
         count(Status::Pass),
         report.cases.iter().filter(|c| c.status.is_failure()).count(),
         count(Status::NotSupported),
@@ -685,6 +686,21 @@ fn run_verify(args: &VerifyArgs) -> Result<ExitCode, Usage> {
         ),
         Some(Err(_)) => {}
         None => println!("{}", unchecked_signature(path)),
+    }
+    // certify removes it once its report is written: one beside the report
+    // is a later run's, which died before writing its own.
+    let partial = path
+        .parent()
+        .unwrap_or_else(|| Path::new("."))
+        .join(commcheck_report::certify::PARTIAL_FILE);
+    if partial.exists() {
+        eprintln!(
+            "{}: warning: {} is beside it: a later certify into this folder died before writing its \
+             report, so this report.json may be from an earlier run (the partial file lists the cases that run \
+             finished)",
+            path.display(),
+            partial.display()
+        );
     }
     Ok(if problems.is_empty() {
         ExitCode::SUCCESS

@@ -103,11 +103,11 @@ fn code(text: &str) -> String {
 fn header(report: &Report) -> String {
     let backend = &report.provenance.backend;
     let mut out = format!(
-        "# commcheck certification: {} {}\n\n**Level reached: {}** ({} cases:",
+        "# commcheck certification: {} {}\n\n**Level reached: {}** ({}:",
         cell(&backend.name),
         cell(&backend.version),
         report.outcome(),
-        report.cases.len()
+        commcheck::runner::decided::cases(report.cases.len())
     );
     let counts: Vec<String> = Status::ALL
         .iter()

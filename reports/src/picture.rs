@@ -9,7 +9,32 @@ use std::fmt::Write as _;
 
 use commcheck::runner::grid::Grid;
 
-use crate::model::{Report, Status};
+use crate::model::{Report, ReportCase, Status};
+
+/// Not-supported because the backend does not claim the operation (or the
+/// world size): expected, never blocks a level. Darker: for want of an
+/// instrument (or another reason), which keeps a report from `full`.
+const NOT_CLAIMED: &str = "#e6e6e6";
+const NOT_SUPPORTED: &str = "#9e9e9e";
+/// The outline of a cell whose case saw a violation of another invariant
+/// that no case of that invariant fails: it keeps the report at `none`.
+const UNRESOLVED: &str = "#c62828";
+
+/// The fill of a case's cell: its status's colour, a lighter grey for an
+/// operation or world size the backend does not claim.
+fn fill(case: &ReportCase) -> &'static str {
+    match (case.status, case.message.as_deref()) {
+        (Status::NotSupported, Some(message))
+            if matches!(
+                commcheck::runner::decided::not_supported_reason(message),
+                "unclaimed" | "world size"
+            ) =>
+        {
+            NOT_CLAIMED
+        }
+        (status, _) => colour(status),
+    }
+}
 
 /// The fill colour of a status.
 fn colour(status: Status) -> &'static str {
@@ -19,7 +44,7 @@ fn colour(status: Status) -> &'static str {
         Status::Fail | Status::Timeout | Status::Crash | Status::Flaky => "#c62828",
         Status::Waived => "#ef6c00",
         Status::Inconclusive => "#f9a825",
-        Status::NotSupported => "#c8c8c8",
+        Status::NotSupported => NOT_SUPPORTED,
     }
 }
 
@@ -56,13 +81,12 @@ pub fn svg(report: &Report) -> String {
             c.message.as_deref(),
         )
     }));
-    let status = |name: &str| {
-        report
-            .cases
-            .iter()
-            .find(|c| c.name == name)
-            .map_or(Status::NotSupported, |c| c.status)
-    };
+    let case = |name: &str| report.cases.iter().find(|c| c.name == name);
+    let unresolved: std::collections::HashSet<&str> =
+        crate::model::unresolved_attributions(&report.cases)
+            .into_iter()
+            .map(|(name, _, _)| name)
+            .collect();
     let width = (LEFT + grid.columns.len() * CELL_W + 20).max(760);
     let height = TOP + grid.rows.len() * CELL_H + 40;
     let mut svg = String::new();
@@ -91,8 +115,8 @@ pub fn svg(report: &Report) -> String {
         .collect();
     let _ = writeln!(
         svg,
-        r#"<text x="10" y="40">{} cases: {}</text>"#,
-        report.cases.len(),
+        r#"<text x="10" y="40">{}: {}</text>"#,
+        commcheck::runner::decided::cases(report.cases.len()),
         escape(&counts.join(", ")),
     );
     // The decided share, cut before its not-supported reasons if long.
@@ -101,30 +125,35 @@ pub fn svg(report: &Report) -> String {
     let _ = writeln!(svg, r#"<text x="10" y="56">{}</text>"#, escape(decided));
     // The legend.
     let mut x = 10;
-    let y = 66;
-    for s in [
-        Status::Pass,
-        Status::Fail,
-        Status::Inconclusive,
-        Status::NotSupported,
-        Status::Waived,
-        Status::UnexpectedPass,
-    ] {
-        let label = if s == Status::Fail {
-            "fail, timeout, crash, flaky"
-        } else {
-            s.as_str()
-        };
+    let legend = [
+        (colour(Status::Pass), "white", "pass"),
+        (colour(Status::Fail), "white", "fail, timeout, crash, flaky"),
+        (
+            "white",
+            UNRESOLVED,
+            "saw another ID's violation that fails no case",
+        ),
+        (colour(Status::Inconclusive), "white", "inconclusive"),
+        (NOT_SUPPORTED, "white", "not-supported (instrument...)"),
+        (NOT_CLAIMED, "white", "not claimed"),
+        (colour(Status::Waived), "white", "waived"),
+        (colour(Status::UnexpectedPass), "white", "unexpected pass"),
+    ];
+    let mut y = 66;
+    for (fill, stroke, label) in legend {
+        // About 7 pixels a character at 12 px sans-serif.
+        let wide = 16 + 7 * label.len() + 16;
+        if x + wide > width {
+            (x, y) = (10, y + 18);
+        }
         let _ = writeln!(
             svg,
-            r#"<rect x="{x}" y="{y}" width="12" height="12" fill="{}"/><text x="{}" y="{}">{}</text>"#,
-            colour(s),
+            r#"<rect x="{x}" y="{y}" width="12" height="12" fill="{fill}" stroke="{stroke}" stroke-width="2"/><text x="{}" y="{}">{}</text>"#,
             x + 16,
             y + 11,
             escape(label)
         );
-        // About 7 pixels a character at 12 px sans-serif.
-        x += 16 + 7 * label.len() + 16;
+        x += wide;
     }
     // Column headings, rotated.
     for (i, subject) in grid.columns.iter().enumerate() {
@@ -147,25 +176,34 @@ pub fn svg(report: &Report) -> String {
         );
         for (c, cell) in cells.iter().enumerate() {
             let Some(cell) = cell else { continue };
-            let s = status(&cell.name);
-            let title = match &cell.message {
+            let Some(case) = case(&cell.name) else {
+                continue;
+            };
+            let s = case.status;
+            let mut title = match &cell.message {
                 Some(message) => format!("{}: {s}: {message}", cell.name),
                 None => format!("{}: {s}", cell.name),
             };
+            let stroke = if unresolved.contains(cell.name.as_str()) {
+                title.push_str(" (saw a violation of another invariant that no case of it fails)");
+                UNRESOLVED
+            } else {
+                "white"
+            };
             let _ = writeln!(
                 svg,
-                r#"<rect x="{}" y="{y}" width="{}" height="{}" fill="{}" stroke="white"><title>{}</title></rect>"#,
+                r#"<rect x="{}" y="{y}" width="{}" height="{}" fill="{}" stroke="{stroke}" stroke-width="2"><title>{}</title></rect>"#,
                 LEFT + c * CELL_W,
                 CELL_W,
                 CELL_H,
-                colour(s),
+                fill(case),
                 escape(&title)
             );
         }
     }
     let _ = writeln!(
         svg,
-        r#"<text x="10" y="{}" fill="dimgray">Hover a cell for its case, status and message. report.json is the signed source of truth.</text>"#,
+        r#"<text x="10" y="{}" fill="dimgray">Hover a cell for its case, status and message. report.json is the source of truth: `commcheck-report verify` checks it.</text>"#,
         height - 14
     );
     svg.push_str("</svg>\n");
@@ -175,6 +213,105 @@ pub fn svg(report: &Report) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use commcheck::results::Attributed;
+    use commcheck::{Instruments, Operation, Subject, Verdict};
+
+    /// A report of three cases: one failing, one not-supported for want of
+    /// an instrument, one unclaimed; the failing one's `attributed`.
+    fn report(attributed: Vec<Attributed>) -> Report {
+        let case = |id: &str, subject, verdict, message: Option<&str>| commcheck::CaseResult {
+            name: format!("{id}::{subject}"),
+            invariant: id.to_owned(),
+            family: id[..3].to_owned(),
+            class: commcheck::spec::Class::A,
+            subject,
+            verdict,
+            message: message.map(str::to_owned),
+            attempts: 1,
+            millis: 1,
+            seed: 1,
+            evidence: commcheck::Evidence::BlackBox,
+            worlds: vec![2],
+            notes: Vec::new(),
+            attributed: Vec::new(),
+        };
+        let sum = Subject::Operation(Operation::AllReduceSum);
+        let brd = Subject::Operation(Operation::Broadcast);
+        let results = commcheck::RunResults {
+            schema: commcheck::runner::results::RESULTS_SCHEMA,
+            kit_version: "0".to_owned(),
+            backend: commcheck::Identity::new("b", "1", "d"),
+            instruments: Instruments::default(),
+            claims: vec![Operation::AllReduceSum],
+            seed: 1,
+            cases: vec![
+                commcheck::CaseResult {
+                    attributed,
+                    ..case("RET-3", sum, Verdict::Pass, None)
+                },
+                case(
+                    "CAN-6",
+                    sum,
+                    Verdict::NotSupported,
+                    Some("the harness provides no ledger instrument"),
+                ),
+                case(
+                    "BRD-1",
+                    brd,
+                    Verdict::NotSupported,
+                    Some("broadcast is not claimed by this backend"),
+                ),
+            ],
+            calibration: None,
+            processes: None,
+            incomplete: None,
+            data: None,
+            build: None,
+            hosts: Vec::new(),
+            ranks: Vec::new(),
+        };
+        let must_pass = vec!["RET-3::all_reduce_sum".to_owned()];
+        Report::build(
+            &results,
+            must_pass,
+            &crate::Expectations::none(),
+            crate::provenance::Environment::detect(),
+        )
+    }
+
+    /// The cell of `name`'s `<rect>` line.
+    fn cell<'a>(svg: &'a str, name: &str) -> &'a str {
+        svg.lines()
+            .find(|line| line.contains(&format!("<title>{name}:")))
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn not_claimed_and_instrument_missing_differ_and_unresolved_violations_show() {
+        let svg = svg(&report(vec![Attributed {
+            invariant: "SUM-1".to_owned(),
+            message: "a wrong sum".to_owned(),
+        }]));
+        assert!(
+            cell(&svg, "CAN-6::all_reduce_sum").contains(NOT_SUPPORTED),
+            "{svg}"
+        );
+        assert!(
+            cell(&svg, "BRD-1::broadcast").contains(NOT_CLAIMED),
+            "{svg}"
+        );
+        assert!(
+            cell(&svg, "RET-3::all_reduce_sum").contains(UNRESOLVED),
+            "{svg}"
+        );
+        assert!(!svg.contains("signed source of truth"), "{svg}");
+        let clean = super::svg(&report(Vec::new()));
+        assert!(
+            !cell(&clean, "RET-3::all_reduce_sum").contains(UNRESOLVED),
+            "{clean}"
+        );
+    }
 
     #[test]
     fn escapes_markup() {

@@ -195,3 +195,24 @@ fn certify_rejects_settings_it_does_not_read() {
         );
     }
 }
+
+/// `verify` says so when a `report.partial.jsonl` lies beside the report:
+/// a later certify into the folder died, and the report may be older.
+#[test]
+fn verify_warns_of_a_partial_run_beside_the_report() {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let path = dir.path().join("report.json");
+    std::fs::write(&path, json(&report(&standard(Verdict::Pass)))).expect("write the report");
+    let report_path = path.to_string_lossy().into_owned();
+    let (code, _, err) = cli(&["verify", &report_path]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(!err.contains("report.partial.jsonl"), "{err}");
+    std::fs::write(dir.path().join("report.partial.jsonl"), "{}\n")
+        .expect("write the partial file");
+    let (code, _, err) = cli(&["verify", &report_path]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        err.contains("report.partial.jsonl is beside it: a later certify into this folder died"),
+        "{err}"
+    );
+}

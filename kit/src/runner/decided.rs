@@ -24,12 +24,23 @@ use std::collections::BTreeMap;
 
 use crate::results::{RunResults, Verdict};
 
+/// `1 case`, `0 cases`, `2 cases`.
+pub fn cases(n: usize) -> String {
+    if n == 1 {
+        "1 case".to_owned()
+    } else {
+        format!("{n} cases")
+    }
+}
+
 /// Why a case is not-supported, as the kit's own messages say it.
 pub fn not_supported_reason(message: &str) -> &'static str {
     if message.contains("is not claimed by this backend") {
         "unclaimed"
     } else if message.contains("needs a world of") {
         "world size"
+    } else if message.starts_with("the backend is unavailable on this machine") {
+        "backend unavailable here"
     } else if message.contains("instrument") {
         "instrument"
     } else {
@@ -121,9 +132,9 @@ impl std::fmt::Display for Tally {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "decided {} of {} cases ({}%: {} pass, {} failing)",
+            "decided {} of {} ({}%: {} pass, {} failing)",
             self.decided(),
-            self.cases,
+            cases(self.cases),
             self.percent(),
             self.pass,
             self.failing
@@ -170,14 +181,26 @@ mod tests {
                 "world size",
             ),
             (
-                "needs the hold, liveness probe instrument, which the harness does not provide",
+                "needs the hold and liveness probe instruments, which the harness does not provide",
                 "instrument",
             ),
             ("the harness provides no observer instrument", "instrument"),
-            ("no usable CUDA device here", "other"),
+            (
+                "the backend is unavailable on this machine: no usable CUDA device here (no libcuda)",
+                "backend unavailable here",
+            ),
+            ("a reason the kit does not know", "other"),
         ] {
             assert_eq!(not_supported_reason(message), reason, "{message}");
         }
+    }
+
+    #[test]
+    fn one_case_is_singular() {
+        assert_eq!(
+            Tally::of([(Verdict::Pass, None)]).to_string(),
+            "decided 1 of 1 case (100%: 1 pass, 0 failing)"
+        );
     }
 
     #[test]
