@@ -53,6 +53,14 @@ pub trait Scheduler: Send + Sync + 'static {
     /// A new condition the ranks can block on.
     fn event(&self) -> Box<dyn Event>;
 
+    /// A clock for the model's bounded polls ([`soon`]): each reading is the
+    /// time since the call that the kit can vouch for. Default:
+    /// [`Scheduler::now`]'s (a virtual clock is exact).
+    fn stopwatch(&self) -> Box<dyn FnMut() -> Duration + '_> {
+        let start = self.now();
+        Box::new(move || self.now().saturating_sub(start))
+    }
+
     /// How long to give work that a correct backend finishes before giving
     /// up on it, where the model allows it `allowance` of the wall clock
     /// (the late peer's teardown of the rounds rank 0 completed); `None`:
@@ -138,6 +146,15 @@ impl Scheduler for StdThreads {
         ORIGIN.get_or_init(Instant::now).elapsed()
     }
 
+    /// Only time the case watchdog would count ([`crate::world::Stopwatch`]):
+    /// on a loaded machine a bound takes longer to pass, and a world that
+    /// cannot get that time ends at its ceiling, inconclusive, never with a
+    /// breach that rests on a guess of how long the backend takes.
+    fn stopwatch(&self) -> Box<dyn FnMut() -> Duration + '_> {
+        let mut watch = crate::world::Stopwatch::start();
+        Box::new(move || watch.elapsed())
+    }
+
     fn thread(&self) -> u64 {
         static NEXT: AtomicU64 = AtomicU64::new(1);
         thread_local! {
@@ -194,20 +211,21 @@ pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     }
 }
 
-/// Polls `condition` until it holds or `limit` passes: yields for the first
-/// millisecond (released resources usually go within microseconds), then
-/// sleeps briefly between polls.
+/// Polls `condition` until it holds or `limit` of the scheduler's
+/// [`Scheduler::stopwatch`] passes (time the kit can vouch for: on a loaded
+/// machine, longer): yields for the first millisecond (released resources
+/// usually go within microseconds), then sleeps briefly between polls.
 pub(crate) fn soon(
     scheduler: &dyn Scheduler,
     limit: Duration,
     mut condition: impl FnMut() -> bool,
 ) -> bool {
-    let start = scheduler.now();
+    let mut clock = scheduler.stopwatch();
     loop {
         if condition() {
             return true;
         }
-        let elapsed = scheduler.now().saturating_sub(start);
+        let elapsed = clock();
         if elapsed >= limit {
             return false;
         }
