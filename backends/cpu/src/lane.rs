@@ -238,10 +238,12 @@ impl Lane {
                 operation,
                 executor: id,
             };
-            core.publish_error(error.clone());
+            // The EXC-7 defect releases before it publishes, so whoever
+            // sees the error sees the release too (no window between them).
             if device.has(Defect::ErrorReleases) {
                 drop(core.take_retained());
             }
+            core.publish_error(error.clone());
             Some(error)
         } else {
             None

@@ -113,6 +113,10 @@ fn native_cancel_tears_down_before_returning_and_the_executor_stays_usable() {
 #[test]
 fn native_cancel_of_a_collective_fails_its_peers_instead_of_hanging() {
     let device = CpuDevice::new();
+    // Member 1 joins only once member 0's bounded wait returned: its deadline
+    // passes with no peer however the threads are scheduled.
+    let (cancelled, wait_cancelled) = mpsc::channel::<()>();
+    let wait_cancelled = std::sync::Mutex::new(wait_cancelled);
     let results = on_ranks(&device, 2, |rank, group, executor| {
         let value = tensor(&device, &[1.0], &[1]);
         if rank == 0 {
@@ -120,9 +124,10 @@ fn native_cancel_of_a_collective_fails_its_peers_instead_of_hanging() {
             let outcome = sum
                 .completion
                 .wait_bounded(policy(Duration::from_millis(20), NATIVE));
+            cancelled.send(()).unwrap();
             format!("{outcome:?}")
         } else {
-            std::thread::sleep(Duration::from_millis(100));
+            wait_cancelled.lock().unwrap().recv().unwrap();
             let sum = CpuBackend::all_reduce_sum(value, &group, &executor).unwrap();
             format!("{:?}", sum.completion.wait().is_err())
         }

@@ -54,8 +54,11 @@ impl PointToPointBackend for CpuBackend {
             .map(|t| (retention.storage(t, retain_inputs), t.dims().to_vec()))
             .collect();
         // The planted defect keeps its inputs in the queued work item only,
-        // and lets them go once the send must wait for its receiver.
-        let queued: Vec<_> = if weak_inputs {
+        // and lets them go once the send must wait for its receiver. A send
+        // submitted before its receiver posted must wait: it keeps nothing
+        // from the start, so the caller's own drop frees the input at once
+        // (what a test observes needs no look at the worker's progress).
+        let queued: Vec<_> = if weak_inputs && route.end.receiver_posted() {
             tensors.iter().map(|t| Arc::clone(t.storage())).collect()
         } else {
             Vec::new()

@@ -4,7 +4,7 @@
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use commcheck_cpu::{CpuBackend, CpuDevice, CpuError, Element, Phase};
+use commcheck_cpu::{CpuBackend, CpuDevice, CpuError, Element};
 use eredu_core::{BoundedCompletion, Submission};
 use eredu_runtime::backend::{
     CommunicationBackend, PointToPointBackend, SubmissionBackend, SumReductionBackend,
@@ -85,9 +85,12 @@ fn sum_retains(d: &CpuDevice, element: Element, len: usize) -> bool {
 }
 
 /// A rendezvous send (the device takes the defect's `rendezvous`
-/// personality) whose receiver has not posted: once it runs, waiting for the
-/// receiver, its input is freed although the caller's handle was moved into
-/// the submission; a correct device keeps it until the send completes.
+/// personality) submitted before its receiver posts, so it must wait for
+/// it: its input is freed once the caller's handle goes, although the
+/// handle was moved into the submission; a correct device keeps it until
+/// the send completes. Deterministic: the defective send keeps no strong
+/// reference from its submission on, so the caller's drop frees the input
+/// there and then, whatever the worker is doing.
 pub(crate) fn rendezvous_input_not_retained(d: &CpuDevice) -> bool {
     let n = past_switch();
     let (
@@ -99,10 +102,7 @@ pub(crate) fn rendezvous_input_not_retained(d: &CpuDevice) -> bool {
     ) = large_send(d);
     // A sender's output is its input itself: the caller keeps no handle.
     drop(output);
-    let observer = send.observer();
-    // Running: waiting for the receiver (what it frees, it frees first).
-    eventually_within(BOUND, || observer.observe().phase == Phase::Running);
-    let freed = eventually_within(BOUND, || !d.storage_live(storage));
+    let freed = !d.storage_live(storage);
     let id = eredu_runtime::CommunicationRouteId::new(1);
     let destination = d.route(id, 0, 1, 1).unwrap();
     let roles: [(&str, &[usize]); 1] = [("large", &[n])];
@@ -162,9 +162,14 @@ pub(crate) fn leak_retained(d: &CpuDevice) -> bool {
     let t = tensor(d, &[1.0], &[1]);
     let id = t.storage_id();
     let sub = CpuBackend::submit_local_dependencies([&t], &e).unwrap();
+    let observer = sub.completion.observer();
     let _ = finish(sub.completion);
     drop(t);
-    !eventually_within(SHORT, || !d.storage_live(id))
+    // Deterministic: `released` is set only once the worker has handed the
+    // retained values back (dropped, or kept by the defect), so the input's
+    // fate is settled by then, however slowly the worker ran.
+    assert!(eventually(|| observer.observe().released));
+    d.storage_live(id)
 }
 
 pub(crate) fn local_deps_fence_group(d: &CpuDevice) -> bool {
