@@ -4,15 +4,15 @@
 //! agreement (AGR-1, AGR-2).
 
 use std::sync::{mpsc, Mutex};
-use std::time::Duration;
 
 use commcheck_cpu::{
     CpuBackend, CpuDevice, CpuError, CpuTensor, Element, WireMessage, PARALLEL_FROM, SUM_BLOCK,
 };
-use eredu_core::{BoundedCompletion, BoundedCompletionOutcome};
+use eredu_core::BoundedCompletionOutcome;
 use eredu_runtime::backend::{
     BarrierBackend, BroadcastBackend, EvenGatherBackend, FailureAgreementBackend,
-    PointToPointBackend, SumReductionBackend, UnevenGatherBackend, VariableAllToAllBackend,
+    PointToPointBackend, SubmissionBackend, SumReductionBackend, UnevenGatherBackend,
+    VariableAllToAllBackend,
 };
 use eredu_runtime::{CommunicationPeerCounts, CommunicationRouteId};
 
@@ -26,21 +26,22 @@ pub(crate) fn sum_skips_last_member(d: &CpuDevice) -> bool {
     results != vec![Some(vec![1000.0, 1002.0]); 2]
 }
 
+/// A sum on a group of one, then a plain submission on the same lane,
+/// waited for: the lane runs its work in order, so once the later work is
+/// done a launched sum is terminal. Deterministic: the sum is only watched
+/// through an observer (which launches nothing) and the later work completes
+/// on both devices, so no wait needs a time bound; the defect's sum, never
+/// launched, is still pending.
 pub(crate) fn lazy_launch(d: &CpuDevice) -> bool {
-    // A wave of two sums, waited in opposite orders on the two ranks.
-    let results = on_ranks(d, 2, |rank, group, e| {
-        let mut wave: Vec<_> = (0..2)
-            .map(|_| Some(CpuBackend::all_reduce_sum(ranked(d, rank, &[1]), &group, &e).unwrap()))
-            .collect();
-        let order = if rank == 0 { [0, 1] } else { [1, 0] };
-        order.map(|k| {
-            let sub = wave[k].take().unwrap();
-            sub.completion
-                .wait_bounded(policy(Duration::from_secs(1), NATIVE))
-                == COMPLETED
-        })
-    });
-    results.iter().flatten().any(|&completed| !completed)
+    let e = d.executor();
+    let group = single(d);
+    let sum = CpuBackend::all_reduce_sum(tensor(d, &[1.0], &[1]), &group, &e).unwrap();
+    let observer = sum.completion.observer();
+    let later = CpuBackend::submit(&e, []).unwrap();
+    assert_eq!(finish(later), COMPLETED);
+    let launched = observer.is_terminal();
+    let _ = output(sum);
+    !launched
 }
 
 pub(crate) fn gather_reversed(d: &CpuDevice) -> bool {
