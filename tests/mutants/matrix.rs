@@ -46,6 +46,11 @@ pub const OVERLAPS: &[(Defect, &str, &str)] = &[
         "a sender's output is its input tensor itself; RET-5: \"the completion itself retains the output's storage\"",
     ),
     (
+        Defect::RendezvousInputNotRetained,
+        "CAN-6",
+        "a rendezvous send is live until its receiver posts, and its input is freed meanwhile; CAN-6: after a quarantine deadline \"every retained resource stays alive until the work really completes\"",
+    ),
+    (
         Defect::DropReleasesPending,
         "CAN-6",
         "RET-4: dropping a completion \"in any state (pending, failed, timed out)\" frees nothing live; CAN-6: after a quarantine deadline \"every retained resource stays alive until the work really completes\"",
