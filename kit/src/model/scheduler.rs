@@ -53,7 +53,7 @@ pub trait Scheduler: Send + Sync + 'static {
     /// A new condition the ranks can block on.
     fn event(&self) -> Box<dyn Event>;
 
-    /// A clock for the model's bounded polls ([`soon`]): each reading is the
+    /// A clock for the model's bounded polls: each reading is the
     /// time since the call that the kit can vouch for. Default:
     /// [`Scheduler::now`]'s (a virtual clock is exact).
     fn stopwatch(&self) -> Box<dyn FnMut() -> Duration + '_> {
@@ -146,7 +146,8 @@ impl Scheduler for StdThreads {
         ORIGIN.get_or_init(Instant::now).elapsed()
     }
 
-    /// Only time the case watchdog would count ([`crate::world::Stopwatch`]):
+    /// Only time the case watchdog would count (the kit's stopwatch, which
+    /// counts nothing while the machine cannot vouch for it):
     /// on a loaded machine a bound takes longer to pass, and a world that
     /// cannot get that time ends at its ceiling, inconclusive, never with a
     /// breach that rests on a guess of how long the backend takes.
