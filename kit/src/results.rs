@@ -8,6 +8,15 @@ use crate::{Operation, Subject};
 /// Version of the result-file schema.
 pub const RESULTS_SCHEMA: u32 = 1;
 
+/// `1 case`, `0 cases`, `2 cases`.
+pub fn cases(n: usize) -> String {
+    if n == 1 {
+        "1 case".to_owned()
+    } else {
+        format!("{n} cases")
+    }
+}
+
 /// The outcome of one case.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -245,7 +254,7 @@ impl RunResults {
                 let count = |v: Verdict| cases.iter().filter(|c| c.verdict == v).count();
                 Some(format!(
                     "{family}: {}: {} pass, {} fail, {} not-supported, {} timeout, {} crash, {} flaky, {} inconclusive",
-                    crate::runner::decided::cases(cases.len()),
+                    self::cases(cases.len()),
                     count(Verdict::Pass),
                     count(Verdict::Fail),
                     count(Verdict::NotSupported),

@@ -579,7 +579,7 @@ fn conclude(
         report.provenance.backend.name,
         report.provenance.backend.version,
         report.outcome(),
-        commcheck::runner::decided::cases(report.cases.len()),
+        commcheck::results::cases(report.cases.len()),
         count(Status::Pass),
         report.cases.iter().filter(|c| c.status.is_failure()).count(),
         count(Status::NotSupported),

@@ -107,7 +107,7 @@ fn header(report: &Report) -> String {
         cell(&backend.name),
         cell(&backend.version),
         report.outcome(),
-        commcheck::runner::decided::cases(report.cases.len())
+        commcheck::results::cases(report.cases.len())
     );
     let counts: Vec<String> = Status::ALL
         .iter()

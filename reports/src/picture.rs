@@ -116,7 +116,7 @@ pub fn svg(report: &Report) -> String {
     let _ = writeln!(
         svg,
         r#"<text x="10" y="40">{}: {}</text>"#,
-        commcheck::runner::decided::cases(report.cases.len()),
+        commcheck::results::cases(report.cases.len()),
         escape(&counts.join(", ")),
     );
     // The decided share, cut before its not-supported reasons if long.

@@ -372,7 +372,10 @@ pub fn closing(results: &RunResults, must_pass: &[String]) -> String {
         }
         groups.sort_by_key(|g| std::cmp::Reverse(g.1));
         let total: usize = groups.iter().map(|g| g.1).sum();
-        text.push_str(&format!("commcheck {what} ({}):\n", decided::cases(total)));
+        text.push_str(&format!(
+            "commcheck {what} ({}):\n",
+            crate::results::cases(total)
+        ));
         for (reason, count) in groups {
             text.push_str(&format!("  {count:>4}  {reason}\n"));
         }

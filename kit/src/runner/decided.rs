@@ -22,16 +22,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::results::{RunResults, Verdict};
-
-/// `1 case`, `0 cases`, `2 cases`.
-pub fn cases(n: usize) -> String {
-    if n == 1 {
-        "1 case".to_owned()
-    } else {
-        format!("{n} cases")
-    }
-}
+use crate::results::{cases, RunResults, Verdict};
 
 /// Why a case is not-supported, as the kit's own messages say it.
 pub fn not_supported_reason(message: &str) -> &'static str {
