@@ -318,17 +318,7 @@ impl Settings {
     /// error for a bad value, and for a variable set that `reader` does not
     /// read.
     pub fn read(reader: Reader) -> Result<Self, SettingsError> {
-        for variable in [
-            TIMEOUT,
-            SEED,
-            JOBS,
-            ISOLATION,
-            GRACE,
-            RESULTS,
-            RESULTS_DIR,
-            CONNECT_TIMEOUT,
-            MESH_ADDRESS,
-        ] {
+        for variable in TABLE.iter().map(|v| v.name) {
             if let (Some(value), Some(applies)) =
                 (std::env::var_os(variable), reader.does_not_read(variable))
             {

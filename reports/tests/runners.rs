@@ -37,8 +37,9 @@ fn exe() -> Result<std::path::PathBuf, Failed> {
     std::env::current_exe().map_err(|e| Failed::from(e.to_string()))
 }
 
-/// Runs the suite binary with `args` and `env`; its stdout.
-fn run_suite(args: &[&str], env: &[(&str, &str)], dir: &Path) -> Result<String, Failed> {
+/// The suite binary with `args` and `env`, recording into `dir`, as one
+/// `cargo test` process (no nextest, no seed unless `env` sets one).
+fn suite_command(args: &[&str], env: &[(&str, &str)], dir: &Path) -> Result<Command, Failed> {
     let mut command = Command::new(exe()?);
     command
         .args(args)
@@ -50,7 +51,14 @@ fn run_suite(args: &[&str], env: &[(&str, &str)], dir: &Path) -> Result<String, 
     for (name, value) in env {
         command.env(name, value);
     }
-    let output = command.output().map_err(|e| e.to_string())?;
+    Ok(command)
+}
+
+/// Runs the suite binary with `args` and `env`; its stdout.
+fn run_suite(args: &[&str], env: &[(&str, &str)], dir: &Path) -> Result<String, Failed> {
+    let output = suite_command(args, env, dir)?
+        .output()
+        .map_err(|e| e.to_string())?;
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
     if !output.status.success() {
         return Err(format!(
@@ -229,14 +237,7 @@ fn a_run_that_selects_nothing_keeps_the_last_run() -> Result<(), Failed> {
         Ok(format!("{} {}", made.report.level, made.report.digest))
     };
     let before = digest(dir.path())?;
-    let mut command = Command::new(exe()?);
-    let output = command
-        .arg("NOPE-1")
-        .env("RUNNERS_SUITE", "1")
-        .env("COMMCHECK_RESULTS_DIR", dir.path())
-        .env("COMMCHECK_SEED", "99")
-        .env_remove("NEXTEST")
-        .env_remove("NEXTEST_RUN_ID")
+    let output = suite_command(&["NOPE-1"], &[("COMMCHECK_SEED", "99")], dir.path())?
         .output()
         .map_err(|e| e.to_string())?;
     let stderr = String::from_utf8_lossy(&output.stderr);
@@ -259,14 +260,8 @@ fn a_run_that_selects_nothing_keeps_the_last_run() -> Result<(), Failed> {
 /// `commcheck-report report` prints the same command from the records.
 fn a_failing_run_prints_the_rerun_that_clears_it() -> Result<(), Failed> {
     let dir = tempdir()?;
-    let output = Command::new(exe()?)
-        .args(["SUM-", "RET-2::"])
-        .env("RUNNERS_SUITE", "1")
-        .env("RUNNERS_DEFECT", "1")
-        .env("COMMCHECK_RESULTS_DIR", dir.path())
-        .env("COMMCHECK_SEED", "42")
-        .env_remove("NEXTEST")
-        .env_remove("NEXTEST_RUN_ID")
+    let env = [("RUNNERS_DEFECT", "1"), ("COMMCHECK_SEED", "42")];
+    let output = suite_command(&["SUM-", "RET-2::"], &env, dir.path())?
         .output()
         .map_err(|e| e.to_string())?;
     let stderr = String::from_utf8_lossy(&output.stderr);
@@ -333,18 +328,11 @@ fn a_run_that_cannot_record_fails() -> Result<(), Failed> {
         (vec!["BAR-1"], false),
         (vec!["BAR-1::barrier", "--exact"], true),
     ] {
-        let mut command = Command::new(exe()?);
-        command
-            .args(&args)
-            .env("RUNNERS_SUITE", "1")
-            .env("COMMCHECK_RESULTS_DIR", &unwritable)
-            .env_remove("COMMCHECK_SEED");
+        let mut command = suite_command(&args, &[], &unwritable)?;
         if nextest {
             command
                 .env("NEXTEST", "1")
                 .env("NEXTEST_RUN_ID", "runners-unwritable");
-        } else {
-            command.env_remove("NEXTEST").env_remove("NEXTEST_RUN_ID");
         }
         let output = command.output().map_err(|e| e.to_string())?;
         let stderr = String::from_utf8_lossy(&output.stderr);

@@ -3,8 +3,9 @@
 
 mod common;
 
+use commcheck::results::Attributed;
 use commcheck::Verdict;
-use commcheck_report::{junit, markdown};
+use commcheck_report::{junit, markdown, picture, Expectations, Report};
 use common::*;
 use quick_xml::events::{BytesStart, Event};
 use quick_xml::Reader;
@@ -312,4 +313,61 @@ fn the_report_names_the_build_that_ran_the_cases() {
     );
     assert_eq!(report.provenance.rustc, environment().rustc);
     assert_eq!(report.provenance.target, None);
+}
+
+/// An attribute of the `<rect>` of `name`'s cell in the picture.
+fn cell_attribute<'a>(svg: &'a str, name: &str, attribute: &str) -> &'a str {
+    let line = svg
+        .lines()
+        .find(|line| line.contains(&format!("<title>{name}:")))
+        .unwrap_or_default();
+    line.split(&format!(" {attribute}=\""))
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap_or_default()
+}
+
+/// The picture tells a case not-supported for want of an instrument (it
+/// keeps a report from `full`) from one whose operation is not claimed,
+/// outlines a case that saw a violation no case of its invariant fails, and
+/// calls no report signed.
+#[test]
+fn the_picture_tells_what_blocks_a_level() {
+    let picture = |attributed: Vec<Attributed>| {
+        let mut results = results(&[
+            ("RET-3", SUM, Verdict::Pass),
+            ("CAN-6", SUM, Verdict::NotSupported),
+        ]);
+        results.cases[0].attributed = attributed;
+        results.cases[1].message = Some("the harness provides no ledger instrument".to_owned());
+        let must_pass = vec!["RET-3::all_reduce_sum".to_owned()];
+        picture::svg(&Report::build(
+            &results,
+            must_pass,
+            &Expectations::none(),
+            environment(),
+        ))
+    };
+    let svg = picture(vec![Attributed {
+        invariant: "SUM-1".to_owned(),
+        message: "a wrong sum".to_owned(),
+    }]);
+    let fill = |name| cell_attribute(&svg, name, "fill");
+    assert_ne!(
+        fill("CAN-6::all_reduce_sum"),
+        fill("BRD-1::broadcast"),
+        "{svg}"
+    );
+    assert_ne!(
+        cell_attribute(&svg, "RET-3::all_reduce_sum", "stroke"),
+        "white",
+        "{svg}"
+    );
+    assert!(!svg.contains("signed source of truth"), "{svg}");
+    let clean = picture(Vec::new());
+    assert_eq!(
+        cell_attribute(&clean, "RET-3::all_reduce_sum", "stroke"),
+        "white",
+        "{clean}"
+    );
 }

@@ -175,11 +175,7 @@ pub fn is_claimed(subject: Subject, claims: &[Operation]) -> bool {
 /// nothing. Any of them keeps the level at `none`. Each is `(case name,
 /// what it saw)`.
 pub fn unresolved<G: Graded>(cases: &[G]) -> Vec<(&str, &Attributed)> {
-    let failed: HashSet<&str> = cases
-        .iter()
-        .filter(|case| case.fails())
-        .map(Graded::invariant)
-        .collect();
+    let failed = failing(cases);
     cases
         .iter()
         .flat_map(|case| {
@@ -188,6 +184,15 @@ pub fn unresolved<G: Graded>(cases: &[G]) -> Vec<(&str, &Attributed)> {
                 .map(move |seen| (case.name(), seen))
         })
         .filter(|(_, seen)| !failed.contains(seen.invariant.as_str()))
+        .collect()
+}
+
+/// The invariants some case of `cases` fails (a waived failure included).
+pub(crate) fn failing<G: Graded>(cases: &[G]) -> HashSet<&str> {
+    cases
+        .iter()
+        .filter(|case| case.fails())
+        .map(Graded::invariant)
         .collect()
 }
 
@@ -271,11 +276,12 @@ pub fn blockers<G: Graded>(must_pass: &[String], cases: &[G]) -> Vec<String> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::results::Evidence;
 
-    fn case(name: &str, class: Class, verdict: Verdict) -> CaseResult {
+    /// A result of case `name` (`<ID>::...`) on `submit`.
+    pub(crate) fn case(name: &str, class: Class, verdict: Verdict) -> CaseResult {
         CaseResult {
             name: name.to_owned(),
             invariant: name.split("::").next().unwrap_or_default().to_owned(),

@@ -40,11 +40,7 @@ pub struct SeenBy<'a> {
 /// The violations `cases` recorded for other invariants, one entry per
 /// invariant and observing case, in the order they were first recorded.
 pub fn seen_by<G: Graded>(cases: &[G]) -> Vec<SeenBy<'_>> {
-    let failed: std::collections::HashSet<&str> = cases
-        .iter()
-        .filter(|case| case.fails())
-        .map(Graded::invariant)
-        .collect();
+    let failed = super::level::failing(cases);
     let mut groups: Vec<SeenBy<'_>> = Vec::new();
     for case in cases {
         for seen in case.attributed() {
@@ -132,79 +128,30 @@ pub fn this_suite() -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::results::Attributed;
+    use crate::results::{Attributed, CaseResult};
+    use crate::runner::level::tests::case;
     use crate::spec::Class;
 
-    struct Case {
-        name: &'static str,
-        verdict: Verdict,
-        attributed: Vec<Attributed>,
-    }
-
-    impl Graded for Case {
-        fn name(&self) -> &str {
-            self.name
+    fn seen(name: &str, verdict: Verdict, invariant: &str, n: usize) -> CaseResult {
+        CaseResult {
+            attributed: (0..n)
+                .map(|i| Attributed {
+                    invariant: invariant.to_owned(),
+                    message: format!("wrong value {i}"),
+                })
+                .collect(),
+            ..case(name, Class::A, verdict)
         }
-        fn invariant(&self) -> &str {
-            self.name.split("::").next().unwrap_or_default()
-        }
-        fn class(&self) -> Class {
-            Class::A
-        }
-        fn certifies(&self) -> bool {
-            self.verdict == Verdict::Pass
-        }
-        fn fails(&self) -> bool {
-            self.verdict.is_failure()
-        }
-        fn attributed(&self) -> &[Attributed] {
-            &self.attributed
-        }
-        fn verdict(&self) -> Verdict {
-            self.verdict
-        }
-        fn message(&self) -> Option<&str> {
-            None
-        }
-    }
-
-    fn seen(invariant: &str, n: usize) -> Vec<Attributed> {
-        (0..n)
-            .map(|i| Attributed {
-                invariant: invariant.to_owned(),
-                message: format!("wrong value {i}"),
-            })
-            .collect()
     }
 
     #[test]
     fn violations_group_by_invariant_and_case_and_the_rerun_takes_their_cases() {
         let cases = [
-            Case {
-                name: "SUM-1::all_reduce_sum",
-                verdict: Verdict::Pass,
-                attributed: Vec::new(),
-            },
-            Case {
-                name: "SUM-2::all_reduce_sum",
-                verdict: Verdict::Pass,
-                attributed: seen("SUM-1", 85),
-            },
-            Case {
-                name: "RET-3::all_reduce_sum",
-                verdict: Verdict::Pass,
-                attributed: seen("SUM-1", 1),
-            },
-            Case {
-                name: "BAR-1::barrier",
-                verdict: Verdict::Pass,
-                attributed: Vec::new(),
-            },
-            Case {
-                name: "CAN-2::barrier",
-                verdict: Verdict::Inconclusive,
-                attributed: Vec::new(),
-            },
+            case("SUM-1::all_reduce_sum", Class::A, Verdict::Pass),
+            seen("SUM-2::all_reduce_sum", Verdict::Pass, "SUM-1", 85),
+            seen("RET-3::all_reduce_sum", Verdict::Pass, "SUM-1", 1),
+            case("BAR-1::barrier", Class::A, Verdict::Pass),
+            case("CAN-2::barrier", Class::A, Verdict::Inconclusive),
         ];
         let groups = seen_by(&cases);
         assert_eq!(groups.len(), 2);
